@@ -1,0 +1,174 @@
+#include "framework/autograd/engine.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "framework/autograd/grad_mode.h"
+#include "framework/error.h"
+#include "ops/ops.h"
+
+namespace minidl::autograd {
+
+namespace {
+BackwardScopeFactory g_scope_factory;
+
+// MINIDL_TRACE_AUTOGRAD=1 prints each node as the engine runs it.
+bool trace_enabled() {
+  static const bool on = std::getenv("MINIDL_TRACE_AUTOGRAD") != nullptr;
+  return on;
+}
+
+struct BySequence {
+  bool operator()(const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) const {
+    return a->sequence_nr < b->sequence_nr;  // newest first
+  }
+};
+
+// Number of edges into each node reachable from the roots (iterative DFS).
+std::unordered_map<Node*, int> count_dependencies(const std::vector<Edge>& roots) {
+  std::unordered_map<Node*, int> deps;
+  std::unordered_set<Node*> seen;
+  std::vector<Node*> stack;
+  for (const Edge& e : roots)
+    if (e.fn && seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const Edge& e : n->next_edges) {
+      if (!e.fn) continue;
+      ++deps[e.fn.get()];
+      if (seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+    }
+  }
+  return deps;
+}
+
+void accumulate(Tensor& slot, const Tensor& g) { slot = slot.defined() ? add(slot, g) : g; }
+
+// Checks a node's returned gradient against the forward input it belongs to, converting dtype
+// (a Cast node's input may be f32 while the gradient arrives in f16) and naming the node on error.
+Tensor validate(const Node& node, size_t i, Tensor g) {
+  const TensorMeta& m = node.input_meta[i];
+  MINIDL_CHECK(g.shape() == m.shape, node.name(), "returned a gradient of shape ", shape_str(g.shape()),
+               " for input ", i, ", expected ", shape_str(m.shape));
+  if (g.dtype() != m.dtype) g = cast(g, m.dtype);
+  return g;
+}
+
+void run(const TensorList& roots, const TensorList& grad_roots, bool retain_graph, bool create_graph,
+         const std::vector<Edge>* capture_edges, TensorList* captured) {
+  MINIDL_CHECK(grad_roots.empty() || grad_roots.size() == roots.size(), "backward", "got ", grad_roots.size(),
+               " gradients for ", roots.size(), " outputs");
+  std::vector<Edge> root_edges;
+  TensorList root_grads;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const Tensor& r = roots[i];
+    MINIDL_CHECK(r.defined() && r.requires_grad(), "backward", "element ", i,
+                 " of tensors does not require grad and does not have a grad_fn");
+    Tensor g = grad_roots.empty() ? Tensor() : grad_roots[i];
+    if (!g.defined()) {
+      MINIDL_CHECK(r.numel() == 1, "backward", "grad can be implicitly created only for scalar outputs (got ",
+                   r.meta_str(), ")");
+      g = ones_like(r);
+    }
+    MINIDL_CHECK(g.shape() == r.shape(), "backward", "gradient of shape ", shape_str(g.shape()),
+                 " does not match output of shape ", shape_str(r.shape()));
+    root_edges.push_back(gradient_edge(r));
+    root_grads.push_back(g.dtype() == r.dtype() ? g : cast(g, r.dtype()));
+  }
+
+  // As in PyTorch, where retain_graph defaults to create_graph: a graph built by create_graph
+  // refers back into this one, so this one must survive.
+  retain_graph = retain_graph || create_graph;
+  std::shared_ptr<void> scope = g_scope_factory ? g_scope_factory() : nullptr;
+  std::unique_ptr<NoGradGuard> no_grad;
+  std::unique_ptr<EnableGradGuard> enable_grad;
+  if (create_graph) enable_grad = std::make_unique<EnableGradGuard>();
+  else no_grad = std::make_unique<NoGradGuard>();
+
+  std::unordered_map<Node*, int> deps = count_dependencies(root_edges);
+  std::unordered_map<Node*, TensorList> buffers;
+  std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, BySequence> ready;
+  std::unordered_set<Node*> queued;
+  auto slot = [&](const Edge& e) -> Tensor& {
+    TensorList& b = buffers[e.fn.get()];
+    if (b.empty()) b.resize(e.fn->output_meta.size());
+    return b[e.input_nr];
+  };
+  for (size_t i = 0; i < root_edges.size(); ++i) {
+    accumulate(slot(root_edges[i]), root_grads[i]);
+    if (deps[root_edges[i].fn.get()] == 0 && queued.insert(root_edges[i].fn.get()).second)
+      ready.push(root_edges[i].fn);
+  }
+
+  while (!ready.empty()) {
+    std::shared_ptr<Node> node = ready.top();
+    ready.pop();
+    TensorList grads = std::move(buffers[node.get()]);
+    buffers.erase(node.get());
+    grads.resize(node->output_meta.size());
+
+    bool any = false;
+    for (const Tensor& g : grads) any = any || g.defined();
+    for (auto& [nr, hook] : node->pre_hooks)
+      if (grads[nr].defined()) {
+        Tensor r = hook(grads[nr]);
+        if (r.defined()) grads[nr] = r;
+      }
+    if (capture_edges)
+      for (size_t c = 0; c < capture_edges->size(); ++c)
+        if ((*capture_edges)[c].fn == node) {
+          const Tensor& g = grads[(*capture_edges)[c].input_nr];
+          if (g.defined()) accumulate((*captured)[c], g);
+        }
+
+    TensorList outs;
+    bool is_accumulator = dynamic_cast<AccumulateGrad*>(node.get()) != nullptr;
+    if (any && !(capture_edges && is_accumulator)) {
+      for (size_t i = 0; i < grads.size(); ++i)
+        if (!grads[i].defined()) {
+          const TensorMeta& m = node->output_meta[i];
+          grads[i] = zeros(m.shape, TensorOptions(m.dtype).device(m.device));
+        }
+      if (auto* acc = dynamic_cast<AccumulateGrad*>(node.get())) acc->create_graph = create_graph;
+      if (trace_enabled()) std::fprintf(stderr, "[autograd] %s #%llu\n", node->name().c_str(), (unsigned long long)node->sequence_nr);
+      outs = node->apply(std::move(grads));
+      if (!retain_graph) node->release_saved();
+      MINIDL_CHECK(is_accumulator || outs.size() == node->next_edges.size(), node->name(), "returned ",
+                   outs.size(), " gradients, expected ", node->next_edges.size());
+    }
+    for (size_t i = 0; i < node->next_edges.size(); ++i) {
+      const Edge& e = node->next_edges[i];
+      if (!e.fn) continue;
+      if (i < outs.size() && outs[i].defined()) accumulate(slot(e), validate(*node, i, outs[i]));
+      if (--deps[e.fn.get()] == 0 && queued.insert(e.fn.get()).second) ready.push(e.fn);
+    }
+  }
+}
+}  // namespace
+
+void backward(const TensorList& roots, const TensorList& grad_roots, bool retain_graph, bool create_graph) {
+  run(roots, grad_roots, retain_graph, create_graph, nullptr, nullptr);
+}
+
+TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs,
+                bool retain_graph, bool create_graph, bool allow_unused) {
+  std::vector<Edge> edges;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    MINIDL_CHECK(inputs[i].defined() && inputs[i].requires_grad(), "grad", "input ", i, " does not require grad");
+    edges.push_back(gradient_edge(inputs[i]));
+  }
+  TensorList result(inputs.size());
+  run(outputs, grad_outputs, retain_graph, create_graph, &edges, &result);
+  for (size_t i = 0; i < result.size(); ++i)
+    MINIDL_CHECK(allow_unused || result[i].defined(), "grad", "input ", i,
+                 " appears to not have been used in the graph; pass allow_unused=true if this is intended");
+  return result;
+}
+
+void set_backward_scope_factory(BackwardScopeFactory factory) { g_scope_factory = std::move(factory); }
+
+}  // namespace minidl::autograd

@@ -1,0 +1,179 @@
+#include "framework/autograd/node.h"
+
+#include <atomic>
+
+#include "framework/autograd/grad_mode.h"
+#include "framework/error.h"
+#include "ops/ops.h"
+
+namespace minidl::autograd {
+
+namespace {
+std::atomic<uint64_t> g_sequence{0};
+NodeTagger g_tagger = nullptr;
+
+// Destroying the last reference to a long chain of nodes would recurse once per node and overflow
+// the stack (a 100,000-op chain). Nodes instead hand their children to this per-thread list, and
+// the outermost destructor releases them one by one.
+thread_local bool t_releasing = false;
+thread_local std::vector<std::shared_ptr<Node>> t_pending;
+
+void drain_pending() {
+  if (t_releasing) return;
+  t_releasing = true;
+  while (!t_pending.empty()) {
+    std::shared_ptr<Node> n = std::move(t_pending.back());
+    t_pending.pop_back();
+    n.reset();  // may push more
+  }
+  t_releasing = false;
+}
+
+TensorMeta meta_of(const Tensor& t) {
+  if (!t.defined()) return {};
+  return {t.shape(), t.dtype(), t.device()};
+}
+}  // namespace
+
+Node::Node() : sequence_nr(g_sequence.fetch_add(1, std::memory_order_relaxed)) {}
+
+Node::~Node() {
+  for (auto& e : next_edges)
+    if (e.fn) t_pending.push_back(std::move(e.fn));
+  drain_pending();
+}
+
+SavedTensor::SavedTensor(const Tensor& t, bool is_output) : is_output_(is_output) {
+  if (!t.defined()) return;
+  version_ = t.version();
+  output_nr_ = t.impl()->output_nr;
+  requires_grad_ = t.requires_grad();
+  data_ = is_output ? t.detach() : t;
+}
+
+Tensor SavedTensor::unpack(const std::shared_ptr<Node>& owner, const std::string& owner_name) const {
+  if (released_)
+    MINIDL_FAIL(owner_name,
+                "trying to backward through the graph a second time (or to access saved tensors after "
+                "they were freed). Saved values are freed by backward(); pass retain_graph=true to "
+                "backward through the graph a second time");
+  if (!data_.defined()) return Tensor();
+  if (data_.version() != version_)
+    MINIDL_FAIL(owner_name,
+                "one of the variables needed for gradient computation has been modified by an inplace "
+                "operation: [", data_.meta_str(), "] is at version ", data_.version(), "; expected version ",
+                version_, " instead");
+  if (!is_output_) return data_;
+  // Re-attach the saved output to its node so that create_graph can differentiate through it.
+  auto impl = std::make_shared<TensorImpl>(*data_.impl());
+  impl->grad_fn = owner;
+  impl->output_nr = output_nr_;
+  impl->requires_grad = requires_grad_;
+  return Tensor(std::move(impl));
+}
+
+std::shared_ptr<Node> SavedTensor::steal_grad_fn() {
+  if (!data_.defined() || data_.impl_ptr().use_count() != 1) return nullptr;
+  return std::move(data_.impl()->grad_fn);
+}
+
+FunctionNode::~FunctionNode() {
+  for (auto& s : saved)
+    if (auto fn = s.steal_grad_fn()) t_pending.push_back(std::move(fn));
+}
+
+TensorList FunctionNode::apply(TensorList&& grads) {
+  std::shared_ptr<Node> me = self.lock();
+  TensorList values;
+  values.reserve(saved.size());
+  for (auto& s : saved) values.push_back(s.unpack(me, op_name));
+  return backward(grads, values);
+}
+
+void FunctionNode::release_saved() {
+  for (auto& s : saved) s.release();
+}
+
+TensorList AccumulateGrad::apply(TensorList&& grads) {
+  std::shared_ptr<TensorImpl> impl = leaf.lock();
+  if (!impl || grads.empty() || !grads[0].defined()) return {};
+  Tensor g = grads[0];
+  for (auto& hook : impl->hooks) {
+    Tensor r = hook(g);
+    if (r.defined()) g = r;
+  }
+  if (!impl->grad) {
+    if (create_graph) {
+      impl->grad = g.impl_ptr();
+    } else {
+      // Keep the incoming buffer when nothing else can see it; otherwise copy so that later
+      // in-place updates of .grad (unscale, clipping) cannot reach another tensor.
+      bool unique = g.impl_ptr().use_count() <= 2 && g.impl()->storage.use_count() == 1 && g.is_contiguous();
+      impl->grad = (unique ? g.detach() : g.detach().clone()).impl_ptr();
+    }
+  } else if (create_graph) {
+    impl->grad = add(Tensor(impl->grad), g).impl_ptr();
+  } else {
+    Tensor(impl->grad).add_(g);
+  }
+  return {};
+}
+
+bool needs_grad(std::initializer_list<Tensor> inputs) {
+  if (!GradMode::is_enabled()) return false;
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+
+bool needs_grad(const TensorList& inputs) {
+  if (!GradMode::is_enabled()) return false;
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+
+Edge gradient_edge(const Tensor& t) {
+  TensorImpl* impl = t.impl();
+  if (impl->grad_fn) return {impl->grad_fn, impl->output_nr};
+  std::shared_ptr<Node> acc = impl->grad_accumulator.lock();
+  if (!acc) {
+    auto a = std::make_shared<AccumulateGrad>();
+    a->leaf = t.impl_ptr();
+    a->input_meta.push_back(meta_of(t));
+    a->output_meta.push_back(meta_of(t));
+    impl->grad_accumulator = a;
+    acc = a;
+  }
+  return {acc, 0};
+}
+
+std::shared_ptr<FunctionNode> record(const char* op_name, const TensorList& inputs, const TensorList& outputs,
+                                     std::vector<Saved> saved, BackwardFn backward) {
+  if (!needs_grad(inputs)) return nullptr;
+  auto node = std::make_shared<FunctionNode>();
+  node->op_name = op_name;
+  node->self = node;
+  node->next_edges.reserve(inputs.size());
+  for (const Tensor& in : inputs) {
+    bool differentiable = in.defined() && in.requires_grad();
+    node->next_edges.push_back(differentiable ? gradient_edge(in) : Edge{});
+    node->input_meta.push_back(meta_of(in));
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    TensorImpl* o = outputs[i].impl();
+    o->grad_fn = node;
+    o->output_nr = static_cast<uint32_t>(i);
+    o->requires_grad = true;
+    node->output_meta.push_back(meta_of(outputs[i]));
+  }
+  node->saved.reserve(saved.size());
+  for (auto& s : saved) node->saved.emplace_back(s.tensor, s.is_output);
+  node->backward = std::move(backward);
+  if (g_tagger) g_tagger(*node);
+  return node;
+}
+
+void set_node_tagger(NodeTagger tagger) { g_tagger = tagger; }
+
+}  // namespace minidl::autograd

@@ -1,0 +1,170 @@
+// Tensor: a reference-counted handle to a strided view of a Storage, with a dtype, a device and the
+// autograd fields (requires_grad, grad, grad_fn, hooks). Copying a Tensor copies the handle, as in
+// PyTorch; clone() copies the data.
+#pragma once
+#include <functional>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "framework/device.h"
+#include "framework/dtype.h"
+#include "framework/shape.h"
+#include "framework/storage.h"
+
+namespace minidl {
+
+class Tensor;
+namespace autograd {
+struct Node;
+}
+
+// How a factory builds a tensor: dtype, device, requires_grad; chainable.
+struct TensorOptions {
+  DType dtype_ = DType::F32;
+  Device device_ = Device::cpu();
+  bool requires_grad_ = false;
+
+  TensorOptions() = default;
+  TensorOptions(DType t) : dtype_(t) {}  // NOLINT: implicit, as torch::TensorOptions
+  TensorOptions(Device d) : device_(d) {}  // NOLINT
+  TensorOptions& dtype(DType t) { dtype_ = t; return *this; }
+  TensorOptions& device(Device d) { device_ = d; return *this; }
+  TensorOptions& requires_grad(bool r = true) { requires_grad_ = r; return *this; }
+};
+
+using GradHook = std::function<Tensor(const Tensor&)>;  // returns a replacement, or undefined
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  Shape sizes;
+  Shape strides;
+  int64_t offset = 0;  // in elements
+  DType dtype = DType::F32;
+
+  // Autograd. A leaf has no grad_fn; requires_grad on a non-leaf follows from its grad_fn.
+  bool requires_grad = false;
+  std::shared_ptr<TensorImpl> grad;
+  std::shared_ptr<autograd::Node> grad_fn;
+  uint32_t output_nr = 0;                          // which output of grad_fn this is
+  std::weak_ptr<autograd::Node> grad_accumulator;  // leaves: their AccumulateGrad node
+  std::vector<GradHook> hooks;
+  bool retains_grad = false;
+  std::string name;  // optional, shown in errors and reports (module path of a parameter)
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // ---- metadata
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const { return impl()->sizes; }
+  const Shape& sizes() const { return impl()->sizes; }
+  const Shape& strides() const { return impl()->strides; }
+  int64_t size(int64_t dim) const;
+  int64_t stride(int64_t dim) const;
+  int64_t dim() const { return static_cast<int64_t>(impl()->sizes.size()); }
+  int64_t numel() const { return numel_of(impl()->sizes); }
+  int64_t offset() const { return impl()->offset; }
+  DType dtype() const { return impl()->dtype; }
+  Device device() const { return impl()->storage->device(); }
+  bool is_contiguous() const;
+  bool is_floating_point() const { return is_floating(dtype()); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(dtype()); }
+  std::string meta_str() const;  // "f32[2, 3] on cpu"
+
+  // ---- raw data (no checks beyond the dtype; for kernels and tests)
+  void* raw_data() const;  // first element of this view
+  template <class T> T* data_ptr() const;
+  template <class T> std::vector<T> to_vector() const;  // contiguous copy in element order
+  double item() const;                                   // one-element tensors
+  template <class T> T item() const { return static_cast<T>(item()); }
+
+  // ---- autograd
+  bool requires_grad() const { return impl()->requires_grad; }
+  Tensor& requires_grad_(bool r = true);
+  bool is_leaf() const { return impl()->grad_fn == nullptr; }
+  const std::shared_ptr<autograd::Node>& grad_fn() const { return impl()->grad_fn; }
+  Tensor grad() const { return Tensor(impl()->grad); }
+  void set_grad(const Tensor& g);
+  void retain_grad();
+  void register_hook(GradHook hook);
+  uint32_t version() const { return impl()->storage->version(); }
+  void bump_version() const { impl()->storage->bump_version(); }
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false, bool create_graph = false) const;
+  Tensor detach() const;  // shares storage and version counter, no grad_fn
+  const std::string& name() const { return impl()->name; }
+  void set_name(std::string n) const { impl()->name = std::move(n); }
+
+  // ---- conversions and copies (differentiable where PyTorch's are)
+  Tensor to(DType t) const;
+  Tensor to(Device d) const;
+  Tensor contiguous() const;
+  Tensor clone() const;
+
+  // ---- views (share storage; differentiable)
+  Tensor view(const Shape& shape) const;
+  Tensor reshape(const Shape& shape) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor transpose(int64_t d0, int64_t d1) const;
+  Tensor t() const;
+  Tensor permute(const Shape& dims) const;
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor squeeze() const;
+  Tensor expand(const Shape& shape) const;
+
+  // ---- in-place (not differentiable on tensors that require grad; bump the version)
+  const Tensor& zero_() const;
+  const Tensor& fill_(double value) const;
+  const Tensor& copy_(const Tensor& src) const;  // any dtype/strides, broadcasting src
+  const Tensor& add_(const Tensor& other, double alpha = 1.0) const;
+  const Tensor& mul_(double value) const;
+  const Tensor& mul_(const Tensor& other) const;
+
+  // ---- common reductions as methods
+  Tensor sum() const;
+  Tensor mean() const;
+
+  TensorImpl* impl() const;
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+// ---- factories
+Tensor empty(const Shape& shape, TensorOptions opts = {});
+Tensor zeros(const Shape& shape, TensorOptions opts = {});
+Tensor ones(const Shape& shape, TensorOptions opts = {});
+Tensor full(const Shape& shape, double value, TensorOptions opts = {});
+Tensor scalar_tensor(double value, TensorOptions opts = {});  // 0-dim
+Tensor arange(double start, double end, double step = 1.0, TensorOptions opts = DType::I64);
+inline Tensor arange(double end, TensorOptions opts = DType::I64) { return arange(0, end, 1, opts); }
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+Tensor empty_like(const Tensor& t);
+Tensor full_like(const Tensor& t, double value);
+// Copies n elements from a host buffer of the given dtype into a new tensor of that shape.
+Tensor from_blob(const void* data, const Shape& shape, DType dtype, TensorOptions opts = {});
+template <class T>
+Tensor from_vector(const std::vector<T>& values, const Shape& shape, TensorOptions opts);
+template <class T>
+Tensor from_vector(const std::vector<T>& values, const Shape& shape);  // dtype from T
+template <class T>
+Tensor from_vector(const std::vector<T>& values) { return from_vector(values, Shape{static_cast<int64_t>(values.size())}); }
+// Builds a view (no copy) over existing storage.
+Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset);
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+std::string to_string(const Tensor& t);
+
+}  // namespace minidl

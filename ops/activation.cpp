@@ -1,0 +1,107 @@
+// Activations: tanh, sigmoid, relu, leaky_relu, gelu (erf and tanh forms), softplus. Autocast
+// policy: None. Each backward is a fused kernel (one pass over memory) exposed as a differentiable
+// op of its own, so second derivatives still work.
+#include "ops/common.h"
+
+namespace minidl {
+
+using namespace ops_detail;
+using autograd::TensorList;
+using kernels::BinaryOp;
+using kernels::UnaryOp;
+
+namespace ops_detail {
+Tensor unary_forward(UnaryOp op, const char* name, const Tensor& x_in, double p0 = 0, double p1 = 0);
+
+// grad_in = g * f'(saved), one kernel; differentiable in g (linear) and, through `d_saved`, in saved.
+Tensor fused_backward(BinaryOp op, const char* name, const Tensor& g, const Tensor& saved, double scalar, double alpha,
+                      std::function<Tensor(const Tensor& gg, const Tensor& g, const Tensor& saved)> d_saved) {
+  Tensor out = new_empty(g.shape(), g.dtype(), g.device());
+  K().binary.get(g.device(), g.dtype())(op, out, g, saved.dtype() == g.dtype() ? saved : cast(saved, g.dtype()), scalar, alpha);
+  autograd::record(name, {g, saved}, {out}, {g, saved},
+                   [op, name, scalar, alpha, d_saved](const TensorList& gg, const TensorList& s) {
+                     Tensor dg = fused_backward(op, name, gg[0], s[1], scalar, alpha, d_saved);
+                     return TensorList{dg, d_saved ? d_saved(gg[0], s[0], s[1]) : Tensor()};
+                   });
+  return out;
+}
+}  // namespace ops_detail
+
+Tensor tanh(const Tensor& x) {
+  Tensor out = unary_forward(UnaryOp::Tanh, "tanh", x);
+  autograd::record("TanhBackward", {x}, {out}, {autograd::output(out)}, [](const TensorList& g, const TensorList& s) {
+    // d/dy [g (1 - y^2)] = -2 g y
+    return TensorList{fused_backward(BinaryOp::TanhBackward, "TanhBackwardBackward", g[0], s[0], 0, 0,
+                                     [](const Tensor& gg, const Tensor& gv, const Tensor& y) { return mul(mul(mul(gg, gv), y), -2.0); })};
+  });
+  return out;
+}
+
+Tensor sigmoid(const Tensor& x) {
+  Tensor out = unary_forward(UnaryOp::Sigmoid, "sigmoid", x);
+  autograd::record("SigmoidBackward", {x}, {out}, {autograd::output(out)}, [](const TensorList& g, const TensorList& s) {
+    // d/dy [g y (1 - y)] = g (1 - 2y)
+    return TensorList{fused_backward(BinaryOp::SigmoidBackward, "SigmoidBackwardBackward", g[0], s[0], 0, 0,
+                                     [](const Tensor& gg, const Tensor& gv, const Tensor& y) {
+                                       return mul(mul(gg, gv), rsub(mul(y, 2.0), 1.0));
+                                     })};
+  });
+  return out;
+}
+
+Tensor relu(const Tensor& x) {
+  Tensor out = unary_forward(UnaryOp::Relu, "relu", x);
+  autograd::record("ReluBackward", {x}, {out}, {autograd::output(out)}, [](const TensorList& g, const TensorList& s) {
+    return TensorList{fused_backward(BinaryOp::ReluBackward, "ReluBackwardBackward", g[0], s[0], 0, 0, nullptr)};
+  });
+  return out;
+}
+
+Tensor leaky_relu(const Tensor& x, double slope) {
+  Tensor out = unary_forward(UnaryOp::LeakyRelu, "leaky_relu", x, slope);
+  autograd::record("LeakyReluBackward", {x}, {out}, {x}, [slope](const TensorList& g, const TensorList& s) {
+    return TensorList{fused_backward(BinaryOp::LeakyReluBackward, "LeakyReluBackwardBackward", g[0], s[0], 0, slope, nullptr)};
+  });
+  return out;
+}
+
+Tensor gelu(const Tensor& x, bool tanh_approximation) {
+  Tensor out = unary_forward(tanh_approximation ? UnaryOp::GeluTanh : UnaryOp::Gelu, "gelu", x);
+  autograd::record("GeluBackward", {x}, {out}, {x}, [tanh_approximation](const TensorList& g, const TensorList& s) {
+    // Second derivative (erf form): gelu''(x) = pdf(x) (2 - x^2); composite for the tanh form.
+    auto d2 = [tanh_approximation](const Tensor& gg, const Tensor& gv, const Tensor& xv) {
+      if (tanh_approximation) {
+        const double k = 0.7978845608028654, c = 0.044715;
+        Tensor x2 = mul(xv, xv);
+        Tensor t = tanh(mul(add(xv, mul(mul(x2, xv), c)), k));
+        Tensor du = mul(add(mul(x2, 3 * c), 1.0), k);       // u'
+        Tensor sech2 = rsub(mul(t, t), 1.0);                  // 1 - t^2
+        // f' = 0.5(1+t) + 0.5 x sech2 u'; f'' = sech2 u' - x t sech2 u'^2 + 0.5 x sech2 u''
+        Tensor f2 = add(sub(mul(sech2, du), mul(mul(mul(xv, t), sech2), mul(du, du))),
+                        mul(mul(mul(xv, sech2), mul(xv, 6 * c * k)), 0.5));
+        return mul(mul(gg, gv), f2);
+      }
+      Tensor pdf = mul(exp(mul(mul(xv, xv), -0.5)), 0.3989422804014327);
+      return mul(mul(gg, gv), mul(pdf, rsub(mul(xv, xv), 2.0)));
+    };
+    return TensorList{fused_backward(tanh_approximation ? BinaryOp::GeluTanhBackward : BinaryOp::GeluBackward,
+                                     "GeluBackwardBackward", g[0], s[0], 0, 0, d2)};
+  });
+  return out;
+}
+
+Tensor softplus(const Tensor& x, double beta, double threshold) {
+  Tensor out = unary_forward(UnaryOp::Softplus, "softplus", x, beta, threshold);
+  autograd::record("SoftplusBackward", {x}, {out}, {x}, [beta, threshold](const TensorList& g, const TensorList& s) {
+    auto d2 = [beta, threshold](const Tensor& gg, const Tensor& gv, const Tensor& xv) {
+      // d/dx sigmoid(beta x) = beta s (1 - s), zero above the threshold.
+      Tensor sg = sigmoid(mul(xv, beta));
+      Tensor below = cast(le(mul(xv, beta), threshold), gv.dtype());
+      return mul(mul(mul(gg, gv), mul(mul(sg, rsub(sg, 1.0)), beta)), below);
+    };
+    return TensorList{fused_backward(BinaryOp::SoftplusBackward, "SoftplusBackwardBackward", g[0], s[0], threshold, beta, d2)};
+  });
+  return out;
+}
+
+}  // namespace minidl

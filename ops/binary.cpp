@@ -1,0 +1,182 @@
+// Element-wise arithmetic with broadcasting and type promotion: add, sub, mul, div, pow, maximum,
+// minimum and their scalar forms. Autocast policy: None (runs in the promoted input dtype).
+// Backward formulas are written in these same ops, so they are differentiable again.
+#include <cmath>
+
+#include "ops/common.h"
+
+namespace minidl {
+
+using namespace ops_detail;
+using autograd::TensorList;
+
+namespace {
+using kernels::BinaryOp;
+
+const char* op_name(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return "add";
+    case BinaryOp::Sub: return "sub";
+    case BinaryOp::Mul: return "mul";
+    case BinaryOp::Div: return "div";
+    case BinaryOp::Pow: return "pow";
+    case BinaryOp::Max: return "maximum";
+    case BinaryOp::Min: return "minimum";
+    default: return "binary";
+  }
+}
+
+// Promotes, broadcasts and runs the kernel; no autograd. Returns the output and the promoted inputs.
+struct Prepared {
+  Tensor a, b, out;
+};
+Prepared prepare(BinaryOp op, const Tensor& a_in, const Tensor& b_in, double alpha) {
+  const char* name = op_name(op);
+  check_defined(a_in, name, "self");
+  check_defined(b_in, name, "other");
+  check_same_device(name, a_in, b_in);
+  DType t = result_type(a_in, b_in);
+  if (op == BinaryOp::Div || op == BinaryOp::Pow) {
+    if (!is_floating(t)) t = DType::F32;  // true division, as torch.div
+  }
+  Prepared p{cast(a_in, t), cast(b_in, t), Tensor()};
+  p.out = new_empty(broadcast_shapes(p.a.shape(), p.b.shape(), name), t, p.a.device());
+  K().binary.get(p.a.device(), t)(op, p.out, p.a, p.b, 0.0, alpha);
+  return p;
+}
+
+Tensor run_scalar(BinaryOp op, const Tensor& a_in, double s, double alpha = 1.0) {
+  const char* name = op_name(op);
+  check_defined(a_in, name, "self");
+  DType t = result_type(a_in, s);
+  if ((op == BinaryOp::Div || op == BinaryOp::Pow) && !is_floating(t)) t = DType::F32;
+  Tensor a = cast(a_in, t);
+  Tensor out = new_empty(a.shape(), t, a.device());
+  K().binary.get(a.device(), t)(op, out, a, Tensor(), s, alpha);
+  return out;
+}
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b, double alpha) {
+  Prepared p = prepare(BinaryOp::Add, a, b, alpha);
+  autograd::record("AddBackward", {p.a, p.b}, {p.out}, {},
+                   [sa = p.a.shape(), sb = p.b.shape(), alpha](const TensorList& g, const TensorList&) {
+                     return TensorList{sum_to(g[0], sa), sum_to(alpha == 1.0 ? g[0] : mul(g[0], alpha), sb)};
+                   });
+  return p.out;
+}
+
+Tensor sub(const Tensor& a, const Tensor& b, double alpha) {
+  Prepared p = prepare(BinaryOp::Sub, a, b, alpha);
+  autograd::record("SubBackward", {p.a, p.b}, {p.out}, {},
+                   [sa = p.a.shape(), sb = p.b.shape(), alpha](const TensorList& g, const TensorList&) {
+                     return TensorList{sum_to(g[0], sa), sum_to(mul(g[0], -alpha), sb)};
+                   });
+  return p.out;
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+  Prepared p = prepare(BinaryOp::Mul, a, b, 1.0);
+  const bool ga = p.a.requires_grad(), gb = p.b.requires_grad();
+  // Save an operand only if the other's gradient needs it.
+  autograd::record("MulBackward", {p.a, p.b}, {p.out}, {gb ? p.a : Tensor(), ga ? p.b : Tensor()},
+                   [sa = p.a.shape(), sb = p.b.shape(), ga, gb](const TensorList& g, const TensorList& s) {
+                     return TensorList{ga ? sum_to(mul(g[0], s[1]), sa) : Tensor(),
+                                       gb ? sum_to(mul(g[0], s[0]), sb) : Tensor()};
+                   });
+  return p.out;
+}
+
+Tensor div(const Tensor& a, const Tensor& b) {
+  Prepared p = prepare(BinaryOp::Div, a, b, 1.0);
+  const bool gb = p.b.requires_grad();
+  autograd::record("DivBackward", {p.a, p.b}, {p.out}, {gb ? p.a : Tensor(), p.b},
+                   [sa = p.a.shape(), sb = p.b.shape(), gb](const TensorList& g, const TensorList& s) {
+                     Tensor ga = sum_to(div(g[0], s[1]), sa);
+                     Tensor gbv = gb ? sum_to(neg(div(mul(g[0], s[0]), mul(s[1], s[1]))), sb) : Tensor();
+                     return TensorList{ga, gbv};
+                   });
+  return p.out;
+}
+
+Tensor pow(const Tensor& a, const Tensor& b) {
+  Prepared p = prepare(BinaryOp::Pow, a, b, 1.0);
+  autograd::record("PowBackward", {p.a, p.b}, {p.out}, {p.a, p.b, autograd::output(p.out)},
+                   [sa = p.a.shape(), sb = p.b.shape()](const TensorList& g, const TensorList& s) {
+                     const Tensor &x = s[0], &y = s[1], &out = s[2];
+                     Tensor ga = sum_to(mul(mul(g[0], y), pow(x, sub(y, 1.0))), sa);
+                     // d/dy x^y = x^y log x, taken as 0 where x == 0 (PyTorch does so where y >= 0).
+                     Tensor logx = where(eq(x, 0.0), zeros_like(x), log(x));
+                     Tensor gb = sum_to(mul(mul(g[0], out), logx), sb);
+                     return TensorList{ga, gb};
+                   });
+  return p.out;
+}
+
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  Prepared p = prepare(BinaryOp::Max, a, b, 1.0);
+  autograd::record("MaximumBackward", {p.a, p.b}, {p.out}, {p.a, p.b},
+                   [sa = p.a.shape(), sb = p.b.shape()](const TensorList& g, const TensorList& s) {
+                     // Ties split the gradient evenly, as PyTorch.
+                     Tensor wa = add(cast(gt(s[0], s[1]), g[0].dtype()), mul(cast(eq(s[0], s[1]), g[0].dtype()), 0.5));
+                     return TensorList{sum_to(mul(g[0], wa), sa), sum_to(mul(g[0], rsub(wa, 1.0)), sb)};
+                   });
+  return p.out;
+}
+
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  Prepared p = prepare(BinaryOp::Min, a, b, 1.0);
+  autograd::record("MinimumBackward", {p.a, p.b}, {p.out}, {p.a, p.b},
+                   [sa = p.a.shape(), sb = p.b.shape()](const TensorList& g, const TensorList& s) {
+                     Tensor wa = add(cast(lt(s[0], s[1]), g[0].dtype()), mul(cast(eq(s[0], s[1]), g[0].dtype()), 0.5));
+                     return TensorList{sum_to(mul(g[0], wa), sa), sum_to(mul(g[0], rsub(wa, 1.0)), sb)};
+                   });
+  return p.out;
+}
+
+// ---- scalar forms
+
+Tensor add(const Tensor& a, double b) {
+  Tensor out = run_scalar(BinaryOp::Add, a, b);
+  autograd::record("AddBackward", {a}, {out}, {},
+                   [](const TensorList& g, const TensorList&) { return TensorList{g[0]}; });
+  return out;
+}
+
+Tensor sub(const Tensor& a, double b) { return add(a, -b); }
+
+Tensor rsub(const Tensor& a, double b) {
+  Tensor out = run_scalar(BinaryOp::Sub, a, b);  // a - b, negated below
+  Tensor r = run_scalar(BinaryOp::Mul, out, -1.0);
+  autograd::record("RsubBackward", {a}, {r}, {}, [](const TensorList& g, const TensorList&) { return TensorList{neg(g[0])}; });
+  return r;
+}
+
+Tensor mul(const Tensor& a, double b) {
+  Tensor out = run_scalar(BinaryOp::Mul, a, b);
+  autograd::record("MulBackward", {a}, {out}, {}, [b](const TensorList& g, const TensorList&) { return TensorList{mul(g[0], b)}; });
+  return out;
+}
+
+Tensor div(const Tensor& a, double b) {
+  Tensor out = run_scalar(BinaryOp::Div, a, b);
+  autograd::record("DivBackward", {a}, {out}, {}, [b](const TensorList& g, const TensorList&) { return TensorList{div(g[0], b)}; });
+  return out;
+}
+
+Tensor pow(const Tensor& a, double e) {
+  Tensor out = run_scalar(BinaryOp::Pow, a, e);
+  autograd::record("PowBackward", {a}, {out}, {a}, [e](const TensorList& g, const TensorList& s) {
+    if (e == 0.0) return TensorList{zeros_like(g[0])};
+    return TensorList{mul(mul(g[0], pow(s[0], e - 1.0)), e)};
+  });
+  return out;
+}
+
+Tensor neg(const Tensor& a) {
+  Tensor out = run_scalar(BinaryOp::Mul, a, -1.0);
+  autograd::record("NegBackward", {a}, {out}, {}, [](const TensorList& g, const TensorList&) { return TensorList{neg(g[0])}; });
+  return out;
+}
+
+}  // namespace minidl

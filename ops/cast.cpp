@@ -1,0 +1,46 @@
+// Casts between dtypes. Differentiable between floating dtypes: the gradient is cast back to the
+// source dtype, which is how fp32 parameters receive fp32 gradients from low-precision compute.
+#include "ops/common.h"
+
+namespace minidl {
+
+using namespace ops_detail;
+
+namespace ops_detail {
+namespace {
+int category(DType t) { return t == DType::Bool ? 0 : (is_floating(t) ? 2 : 1); }
+}  // namespace
+
+DType result_type(const Tensor& a, const Tensor& b) {
+  const bool a0 = a.dim() == 0, b0 = b.dim() == 0;
+  if (a0 != b0) {
+    const Tensor& dimmed = a0 ? b : a;
+    const Tensor& zero = a0 ? a : b;
+    if (category(zero.dtype()) <= category(dimmed.dtype())) return dimmed.dtype();
+    return zero.dtype();
+  }
+  return promote_types(a.dtype(), b.dtype());
+}
+
+DType result_type(const Tensor& a, double scalar) {
+  if (is_floating(a.dtype())) return a.dtype();
+  if (scalar != static_cast<double>(static_cast<int64_t>(scalar))) return DType::F32;
+  return a.dtype() == DType::Bool ? DType::I64 : a.dtype();
+}
+}  // namespace ops_detail
+
+Tensor cast(const Tensor& x, DType dtype) {
+  check_defined(x, "cast", "input");
+  if (x.dtype() == dtype) return x;
+  Tensor out = new_empty(x.shape(), dtype, x.device());
+  K().copy.get(x.device(), dtype)(out, x);
+  if (is_floating(dtype) && x.is_floating_point()) {
+    const DType src = x.dtype();
+    autograd::record("CastBackward", {x}, {out}, {}, [src](const autograd::TensorList& g, const autograd::TensorList&) {
+      return autograd::TensorList{cast(g[0], src)};
+    });
+  }
+  return out;
+}
+
+}  // namespace minidl

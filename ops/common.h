@@ -1,0 +1,42 @@
+// Helpers shared by the differentiable ops: argument checks with clear messages, result types,
+// output allocation and the kernel registry.
+#pragma once
+#include "framework/autograd/grad_mode.h"
+#include "framework/autograd/node.h"
+#include "framework/error.h"
+#include "ops/kernels.h"
+#include "ops/ops.h"
+
+namespace minidl::ops_detail {
+
+inline const kernels::Registry& K() { return kernels::registry(); }
+
+inline void check_defined(const Tensor& t, const char* op, const char* arg) {
+  MINIDL_CHECK(t.defined(), op, "argument '", arg, "' is an undefined tensor");
+}
+inline void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
+  MINIDL_CHECK(a.device() == b.device(), op, "expected all tensors on the same device, got ", a.meta_str(), " and ",
+               b.meta_str());
+}
+inline void check_floating(const char* op, const Tensor& t) {
+  MINIDL_CHECK(t.is_floating_point(), op, "expected a floating point tensor, got ", t.meta_str());
+}
+// In-place writes into a tensor that takes part in autograd would silently corrupt gradients.
+inline void check_inplace(const char* op, const Tensor& t) {
+  MINIDL_CHECK(!(t.requires_grad() && GradMode::is_enabled()), op,
+               "a tensor that requires grad is being used in an in-place operation (", t.meta_str(),
+               "); wrap the update in NoGradGuard");
+}
+
+// PyTorch's result type for a binary op: categories bool < integer < floating; dimensioned tensors
+// decide unless a 0-dim operand is of a higher category.
+DType result_type(const Tensor& a, const Tensor& b);
+// Result type of tensor-op-scalar: a float scalar lifts an integer/bool tensor to f32.
+DType result_type(const Tensor& a, double scalar);
+
+// A freshly allocated contiguous tensor on x's device.
+inline Tensor new_empty(const Shape& shape, DType dtype, Device device) {
+  return empty(shape, TensorOptions(dtype).device(device));
+}
+
+}  // namespace minidl::ops_detail

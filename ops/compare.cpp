@@ -1,0 +1,81 @@
+// Comparisons (bool results, not differentiable), where (differentiable in both branches) and clamp.
+#include <limits>
+
+#include "ops/common.h"
+
+namespace minidl {
+
+using namespace ops_detail;
+using autograd::TensorList;
+using kernels::BinaryOp;
+
+namespace {
+Tensor compare(BinaryOp op, const char* name, const Tensor& a, const Tensor& b) {
+  check_defined(a, name, "self");
+  check_defined(b, name, "other");
+  check_same_device(name, a, b);
+  const DType t = result_type(a, b);
+  Tensor x = cast(a, t).detach(), y = cast(b, t).detach();
+  Tensor out = new_empty(broadcast_shapes(x.shape(), y.shape(), name), DType::Bool, x.device());
+  K().binary.get(x.device(), t)(op, out, x, y, 0.0, 1.0);
+  return out;
+}
+Tensor compare(BinaryOp op, const char* name, const Tensor& a, double s) {
+  check_defined(a, name, "self");
+  const DType t = result_type(a, s);
+  Tensor x = cast(a, t).detach();
+  Tensor out = new_empty(x.shape(), DType::Bool, x.device());
+  K().binary.get(x.device(), t)(op, out, x, Tensor(), s, 1.0);
+  return out;
+}
+}  // namespace
+
+Tensor eq(const Tensor& a, const Tensor& b) { return compare(BinaryOp::Eq, "eq", a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return compare(BinaryOp::Ne, "ne", a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return compare(BinaryOp::Lt, "lt", a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return compare(BinaryOp::Le, "le", a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return compare(BinaryOp::Gt, "gt", a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return compare(BinaryOp::Ge, "ge", a, b); }
+Tensor eq(const Tensor& a, double b) { return compare(BinaryOp::Eq, "eq", a, b); }
+Tensor ne(const Tensor& a, double b) { return compare(BinaryOp::Ne, "ne", a, b); }
+Tensor lt(const Tensor& a, double b) { return compare(BinaryOp::Lt, "lt", a, b); }
+Tensor le(const Tensor& a, double b) { return compare(BinaryOp::Le, "le", a, b); }
+Tensor gt(const Tensor& a, double b) { return compare(BinaryOp::Gt, "gt", a, b); }
+Tensor ge(const Tensor& a, double b) { return compare(BinaryOp::Ge, "ge", a, b); }
+
+Tensor where(const Tensor& cond, const Tensor& a_in, const Tensor& b_in) {
+  check_defined(cond, "where", "condition");
+  check_defined(a_in, "where", "self");
+  check_defined(b_in, "where", "other");
+  MINIDL_CHECK(cond.dtype() == DType::Bool, "where", "condition must be a bool tensor, got ", cond.meta_str());
+  check_same_device("where", cond, a_in);
+  check_same_device("where", a_in, b_in);
+  const DType t = result_type(a_in, b_in);
+  Tensor a = cast(a_in, t), b = cast(b_in, t);
+  Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
+  Tensor out = new_empty(shape, t, a.device());
+  K().where.get(a.device(), t)(out, cond, a, b);
+  autograd::record("WhereBackward", {a, b}, {out}, {cond},
+                   [sa = a.shape(), sb = b.shape()](const TensorList& g, const TensorList& s) {
+                     Tensor z = zeros_like(g[0]);
+                     return TensorList{sum_to(where(s[0], g[0], z), sa), sum_to(where(s[0], z, g[0]), sb)};
+                   });
+  return out;
+}
+
+Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi) {
+  check_defined(x, "clamp", "self");
+  check_floating("clamp", x);
+  const double l = lo.value_or(-std::numeric_limits<double>::infinity());
+  const double h = hi.value_or(std::numeric_limits<double>::infinity());
+  Tensor out = new_empty(x.shape(), x.dtype(), x.device());
+  K().unary.get(x.device(), x.dtype())(kernels::UnaryOp::Clamp, out, x, l, h);
+  autograd::record("ClampBackward", {x}, {out}, {x}, [l, h](const TensorList& g, const TensorList& s) {
+    // Gradient passes where the input was inside [min, max] (boundaries included, as PyTorch).
+    Tensor inside = cast(eq(add(cast(ge(s[0], l), g[0].dtype()), cast(le(s[0], h), g[0].dtype())), 2.0), g[0].dtype());
+    return TensorList{mul(g[0], inside)};
+  });
+  return out;
+}
+
+}  // namespace minidl

@@ -1,0 +1,220 @@
+// CPU element-wise kernels: binary (with broadcasting and fused activation backward), unary and
+// where. f32/f64 run directly in vectorizable loops; f16/bf16 rows are widened to f32 in blocks,
+// computed, and narrowed back.
+#include <cmath>
+#include <limits>
+
+#include "ops/cpu/loops.h"
+#include "ops/cpu/scalar.h"
+#include "ops/kernels.h"
+
+namespace minidl::kernels::cpu {
+
+namespace {
+constexpr double kSqrt1_2 = 0.70710678118654752440;
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+constexpr double kSqrt2OverPi = 0.79788456080286535588;
+
+// Applies f(x, y) -> z over rows; out is contiguous so its inner stride is 1.
+template <class T, class Out, class F>
+void binary_rows(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
+  using C = compute_t<T>;
+  Out* o = static_cast<Out*>(out.raw_data());
+  const T* pa = static_cast<const T*>(a.raw_data());
+  const T* pb = static_cast<const T*>(b.raw_data());
+  auto loop = make_loop<3>(out.shape(), {&out, &a, &b});
+  for_each_row(loop, [&](const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& st) {
+    Out* op = o + off[0];
+    const T* ap = pa + off[1];
+    const T* bp = pb + off[2];
+    const int64_t sa = st[1], sb = st[2];
+    if constexpr (is_low_precision_v<T>) {
+      C xa[kBlock], xb[kBlock], z[kBlock];
+      for (int64_t s = 0; s < n; s += kBlock) {
+        const int64_t m = std::min(kBlock, n - s);
+        if (sa == 1) load_block(ap + s, xa, m);
+        else for (int64_t i = 0; i < m; ++i) xa[i] = static_cast<C>(ap[(s + i) * sa]);
+        if (sb == 1) load_block(bp + s, xb, m);
+        else for (int64_t i = 0; i < m; ++i) xb[i] = static_cast<C>(bp[(s + i) * sb]);
+        if constexpr (std::is_same_v<Out, T>) {
+          for (int64_t i = 0; i < m; ++i) z[i] = f(xa[i], xb[i]);
+          store_block(z, op + s, m);
+        } else {
+          for (int64_t i = 0; i < m; ++i) op[s + i] = f(xa[i], xb[i]);
+        }
+      }
+    } else if (sa == 1 && sb == 1) {
+      for (int64_t i = 0; i < n; ++i) op[i] = f(ap[i], bp[i]);
+    } else if (sa == 1 && sb == 0) {
+      const C y = bp[0];
+      for (int64_t i = 0; i < n; ++i) op[i] = f(ap[i], y);
+    } else if (sa == 0 && sb == 1) {
+      const C x = ap[0];
+      for (int64_t i = 0; i < n; ++i) op[i] = f(x, bp[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) op[i] = f(ap[i * sa], bp[i * sb]);
+    }
+  });
+}
+
+template <class T>
+void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b_in, double scalar, double alpha) {
+  using C = compute_t<T>;
+  // A scalar operand becomes a 0-dim tensor in the compute type's storage (exact for f32/f64).
+  Tensor b = b_in;
+  if (!b.defined()) {
+    b = empty({}, TensorOptions(a.dtype()));
+    *static_cast<T*>(b.raw_data()) = cast_scalar<T>(scalar);
+  }
+  const C al = static_cast<C>(alpha);
+  const C sc = static_cast<C>(scalar);
+  auto run = [&](auto f) { binary_rows<T, T>(out, a, b, f); };
+  auto cmp = [&](auto f) { binary_rows<T, bool>(out, a, b, f); };
+  if (op >= BinaryOp::Eq && op <= BinaryOp::Ge) {
+    switch (op) {
+      case BinaryOp::Eq: return cmp([](C x, C y) { return x == y; });
+      case BinaryOp::Ne: return cmp([](C x, C y) { return x != y; });
+      case BinaryOp::Lt: return cmp([](C x, C y) { return x < y; });
+      case BinaryOp::Le: return cmp([](C x, C y) { return x <= y; });
+      case BinaryOp::Gt: return cmp([](C x, C y) { return x > y; });
+      case BinaryOp::Ge: return cmp([](C x, C y) { return x >= y; });
+      default: break;
+    }
+  }
+  if constexpr (std::is_same_v<T, bool>) {
+    MINIDL_FAIL("binary", "arithmetic on bool tensors is not supported");
+  } else {
+    switch (op) {
+      case BinaryOp::Add:
+        if (alpha == 1.0) return run([](C x, C y) -> C { return x + y; });
+        return run([al](C x, C y) -> C { return x + al * y; });
+      case BinaryOp::Sub:
+        if (alpha == 1.0) return run([](C x, C y) -> C { return x - y; });
+        return run([al](C x, C y) -> C { return x - al * y; });
+      case BinaryOp::Mul: return run([](C x, C y) -> C { return x * y; });
+      case BinaryOp::Div: return run([](C x, C y) -> C { return x / y; });
+      case BinaryOp::Max: return run([](C x, C y) -> C { return (x != x || x > y) ? x : y; });
+      case BinaryOp::Min: return run([](C x, C y) -> C { return (x != x || x < y) ? x : y; });
+      default: break;
+    }
+    if constexpr (std::is_floating_point_v<C>) {
+      switch (op) {
+        case BinaryOp::Pow: return run([](C x, C y) -> C { return std::pow(x, y); });
+        case BinaryOp::ReluBackward: return run([](C g, C y) -> C { return y > C(0) ? g : C(0); });
+        case BinaryOp::LeakyReluBackward: return run([al](C g, C x) -> C { return x > C(0) ? g : g * al; });
+        case BinaryOp::SigmoidBackward: return run([](C g, C y) -> C { return g * y * (C(1) - y); });
+        case BinaryOp::TanhBackward: return run([](C g, C y) -> C { return g * (C(1) - y * y); });
+        case BinaryOp::GeluBackward:
+          return run([](C g, C x) -> C {
+            C cdf = C(0.5) * (C(1) + std::erf(x * C(kSqrt1_2)));
+            C pdf = C(kInvSqrt2Pi) * std::exp(C(-0.5) * x * x);
+            return g * (cdf + x * pdf);
+          });
+        case BinaryOp::GeluTanhBackward:
+          return run([](C g, C x) -> C {
+            C x2 = x * x;
+            C t = std::tanh(C(kSqrt2OverPi) * (x + C(0.044715) * x2 * x));
+            C dt = (C(1) - t * t) * C(kSqrt2OverPi) * (C(1) + C(3 * 0.044715) * x2);
+            return g * (C(0.5) * (C(1) + t) + C(0.5) * x * dt);
+          });
+        case BinaryOp::SoftplusBackward:
+          return run([al, sc](C g, C x) -> C {
+            C z = al * x;
+            return z > sc ? g : g / (C(1) + std::exp(-z));
+          });
+        default: break;
+      }
+    }
+    MINIDL_FAIL("binary", "op ", static_cast<int>(op), " is not supported for ", dtype_name(a.dtype()));
+  }
+}
+
+void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, double scalar, double alpha) {
+  visit_dtype(a.dtype(), "binary", [&]<class T>() { binary_typed<T>(op, out, a, b, scalar, alpha); });
+}
+
+template <class T, class F>
+void unary_rows(const Tensor& out, const Tensor& x, F f) {
+  using C = compute_t<T>;
+  T* o = static_cast<T*>(out.raw_data());
+  const T* px = static_cast<const T*>(x.raw_data());
+  auto loop = make_loop<2>(out.shape(), {&out, &x});
+  for_each_row(loop, [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
+    T* op = o + off[0];
+    const T* xp = px + off[1];
+    const int64_t sx = st[1];
+    if constexpr (is_low_precision_v<T>) {
+      C xa[kBlock], z[kBlock];
+      for (int64_t s = 0; s < n; s += kBlock) {
+        const int64_t m = std::min(kBlock, n - s);
+        if (sx == 1) load_block(xp + s, xa, m);
+        else for (int64_t i = 0; i < m; ++i) xa[i] = static_cast<C>(xp[(s + i) * sx]);
+        for (int64_t i = 0; i < m; ++i) z[i] = f(xa[i]);
+        store_block(z, op + s, m);
+      }
+    } else if (sx == 1) {
+      for (int64_t i = 0; i < n; ++i) op[i] = f(xp[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) op[i] = f(xp[i * sx]);
+    }
+  });
+}
+
+template <class T>
+void unary_typed(UnaryOp op, const Tensor& out, const Tensor& x, double p0, double p1) {
+  using C = compute_t<T>;
+  auto run = [&](auto f) { unary_rows<T>(out, x, f); };
+  const C a = static_cast<C>(p0), b = static_cast<C>(p1);
+  switch (op) {
+    case UnaryOp::Neg: return run([](C v) -> C { return -v; });
+    case UnaryOp::Exp: return run([](C v) -> C { return std::exp(v); });
+    case UnaryOp::Log: return run([](C v) -> C { return std::log(v); });
+    case UnaryOp::Sqrt: return run([](C v) -> C { return std::sqrt(v); });
+    case UnaryOp::Rsqrt: return run([](C v) -> C { return C(1) / std::sqrt(v); });
+    case UnaryOp::Abs: return run([](C v) -> C { return std::abs(v); });
+    case UnaryOp::Sign: return run([](C v) -> C { return static_cast<C>((v > C(0)) - (v < C(0))); });
+    case UnaryOp::Tanh: return run([](C v) -> C { return std::tanh(v); });
+    case UnaryOp::Sigmoid: return run([](C v) -> C { return C(1) / (C(1) + std::exp(-v)); });
+    case UnaryOp::Relu: return run([](C v) -> C { return v > C(0) ? v : C(0); });
+    case UnaryOp::LeakyRelu: return run([a](C v) -> C { return v > C(0) ? v : v * a; });
+    case UnaryOp::Gelu: return run([](C v) -> C { return C(0.5) * v * (C(1) + std::erf(v * C(kSqrt1_2))); });
+    case UnaryOp::GeluTanh:
+      return run([](C v) -> C {
+        return C(0.5) * v * (C(1) + std::tanh(C(kSqrt2OverPi) * (v + C(0.044715) * v * v * v)));
+      });
+    case UnaryOp::Softplus:
+      return run([a, b](C v) -> C { return a * v > b ? v : std::log1p(std::exp(a * v)) / a; });
+    case UnaryOp::Square: return run([](C v) -> C { return v * v; });
+    case UnaryOp::Reciprocal: return run([](C v) -> C { return C(1) / v; });
+    case UnaryOp::Clamp:
+      // NaN propagates, as in PyTorch.
+      return run([a, b](C v) -> C { return v != v ? v : (v < a ? a : (v > b ? b : v)); });
+  }
+}
+
+void unary(UnaryOp op, const Tensor& out, const Tensor& x, double p0, double p1) {
+  visit_floating(x.dtype(), "unary", [&]<class T>() { unary_typed<T>(op, out, x, p0, p1); });
+}
+
+void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
+  visit_dtype(out.dtype(), "where", [&]<class T>() {
+    T* o = static_cast<T*>(out.raw_data());
+    const bool* pc = static_cast<const bool*>(cond.raw_data());
+    const T* pa = static_cast<const T*>(a.raw_data());
+    const T* pb = static_cast<const T*>(b.raw_data());
+    auto loop = make_loop<4>(out.shape(), {&out, &cond, &a, &b});
+    for_each_row(loop, [&](const std::array<int64_t, 4>& off, int64_t n, const std::array<int64_t, 4>& st) {
+      for (int64_t i = 0; i < n; ++i)
+        o[off[0] + i] = pc[off[1] + i * st[1]] ? pa[off[2] + i * st[2]] : pb[off[3] + i * st[3]];
+    });
+  });
+}
+}  // namespace
+
+void register_elementwise(Registry& r) {
+  r.binary.set_all(DeviceType::CPU, binary);
+  r.where.set_all(DeviceType::CPU, where);
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16}) r.unary.set(DeviceType::CPU, t, unary);
+}
+
+}  // namespace minidl::kernels::cpu

@@ -1,0 +1,125 @@
+// Strided iteration for CPU kernels: broadcasting operands are described by element strides (0 on
+// broadcast dims), adjacent dims are coalesced so contiguous tensors become one flat loop, and the
+// flat range is split across OpenMP threads above a grain size. The per-row callback sees raw
+// offsets and inner strides and can take a vectorizable fast path when they are 1 (or 0).
+#pragma once
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+
+#include "framework/tensor.h"
+
+namespace minidl::kernels::cpu {
+
+// Below this many elements a loop runs on the calling thread: a parallel region costs more.
+inline constexpr int64_t kParallelGrain = 32768;
+
+template <int N>
+struct Loop {
+  Shape shape;                   // coalesced; innermost last; never empty
+  std::array<Shape, N> strides;  // per operand, in elements
+  int64_t numel = 0;
+};
+
+// Operand i broadcasts to `shape`; its strides are right-aligned and 0 where it broadcasts.
+template <int N>
+Loop<N> make_loop(const Shape& shape, const std::array<const Tensor*, N>& operands) {
+  Loop<N> loop;
+  const size_t nd = shape.size();
+  std::array<Shape, N> st;
+  for (int k = 0; k < N; ++k) {
+    st[k].assign(nd, 0);
+    const Tensor& t = *operands[k];
+    const size_t td = t.shape().size();
+    for (size_t d = 0; d < td; ++d)
+      if (t.shape()[d] != 1) st[k][nd - td + d] = t.strides()[d];
+  }
+  // Drop size-1 dims, then merge dim d into d+1 when every operand is contiguous across them.
+  for (size_t d = 0; d < nd; ++d) {
+    if (shape[d] == 1) continue;
+    if (!loop.shape.empty()) {
+      bool merge = true;
+      for (int k = 0; k < N; ++k) merge = merge && loop.strides[k].back() == st[k][d] * shape[d];
+      if (merge) {
+        loop.shape.back() *= shape[d];
+        for (int k = 0; k < N; ++k) loop.strides[k].back() = st[k][d];
+        continue;
+      }
+    }
+    loop.shape.push_back(shape[d]);
+    for (int k = 0; k < N; ++k) loop.strides[k].push_back(st[k][d]);
+  }
+  if (loop.shape.empty()) {
+    loop.shape.push_back(1);
+    for (int k = 0; k < N; ++k) loop.strides[k].push_back(0);
+  }
+  loop.numel = numel_of(shape);
+  return loop;
+}
+
+// Calls f(offsets, n, inner_strides) for each run of up to one inner row in [begin, end).
+template <int N, class F>
+void for_range(const Loop<N>& loop, int64_t begin, int64_t end, F& f) {
+  const int nd = static_cast<int>(loop.shape.size());
+  const int64_t inner = loop.shape[nd - 1];
+  Shape idx(nd, 0);
+  int64_t rem = begin;
+  for (int d = nd - 1; d >= 0; --d) {
+    idx[d] = rem % loop.shape[d];
+    rem /= loop.shape[d];
+  }
+  std::array<int64_t, N> inner_strides;
+  for (int k = 0; k < N; ++k) inner_strides[k] = loop.strides[k][nd - 1];
+  int64_t pos = begin;
+  while (pos < end) {
+    std::array<int64_t, N> off{};
+    for (int k = 0; k < N; ++k)
+      for (int d = 0; d < nd; ++d) off[k] += idx[d] * loop.strides[k][d];
+    int64_t n = std::min(inner - idx[nd - 1], end - pos);
+    f(off, n, inner_strides);
+    pos += n;
+    idx[nd - 1] += n;
+    for (int d = nd - 1; d > 0 && idx[d] >= loop.shape[d]; --d) {
+      idx[d] = 0;
+      ++idx[d - 1];
+    }
+  }
+}
+
+template <int N, class F>
+void for_each_row(const Loop<N>& loop, F&& f) {
+  if (loop.numel == 0) return;
+  if (loop.numel < kParallelGrain || omp_get_max_threads() == 1 || omp_in_parallel()) {
+    for_range(loop, 0, loop.numel, f);
+    return;
+  }
+#pragma omp parallel
+  {
+    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+    // Chunk boundaries on multiples of 64 elements keep vector loops and cache lines whole.
+    int64_t chunk = (loop.numel + nt - 1) / nt;
+    chunk = (chunk + 63) / 64 * 64;
+    const int64_t b = std::min(loop.numel, t * chunk), e = std::min(loop.numel, b + chunk);
+    if (b < e) for_range(loop, b, e, f);
+  }
+}
+
+// Runs f(begin, end) over [0, n) split across threads when the work is large enough.
+template <class F>
+void parallel_for(int64_t n, int64_t cost_per_item, F&& f) {
+  if (n <= 0) return;
+  if (n * cost_per_item < kParallelGrain || n == 1 || omp_get_max_threads() == 1 || omp_in_parallel()) {
+    f(int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel
+  {
+    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t chunk = (n + nt - 1) / nt;
+    const int64_t b = std::min(n, t * chunk), e = std::min(n, b + chunk);
+    if (b < e) f(b, e);
+  }
+}
+
+}  // namespace minidl::kernels::cpu

@@ -1,0 +1,125 @@
+// CPU reductions over any set of dims. The input is viewed as [kept, reduced]: when the reduced
+// dims lead a contiguous tensor (bias gradients: sum over the batch) rows are accumulated
+// column-wise in vector loops; otherwise each output reduces one contiguous row. Sums accumulate in
+// f32 (f64 for f64, i64 for integers) with several partial sums for speed and accuracy.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "ops/cpu/loops.h"
+#include "ops/cpu/scalar.h"
+#include "ops/kernels.h"
+
+namespace minidl::kernels::cpu {
+
+namespace {
+template <class T>
+using acc_t = std::conditional_t<std::is_integral_v<T>, int64_t, compute_t<T>>;
+
+template <class A, class T>
+A row_sum(const T* p, int64_t n) {
+  if constexpr (is_low_precision_v<T>) {
+    A buf[kBlock];
+    A total = 0;
+    for (int64_t s = 0; s < n; s += kBlock) {
+      const int64_t m = std::min(kBlock, n - s);
+      load_block(p + s, buf, m);
+      total += row_sum<A, A>(buf, m);
+    }
+    return total;
+  } else {
+    A part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+      for (int j = 0; j < 8; ++j) part[j] += static_cast<A>(p[i + j]);
+    A total = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+    for (; i < n; ++i) total += static_cast<A>(p[i]);
+    return total;
+  }
+}
+
+template <class T>
+bool better(ReduceOp op, compute_t<T> cand, compute_t<T> best) {
+  if (best != best) return false;  // NaN already won
+  if (cand != cand) return true;
+  return (op == ReduceOp::Max || op == ReduceOp::ArgMax) ? cand > best : cand < best;
+}
+
+template <class T>
+void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& indices, const Tensor& x, const std::vector<int64_t>& dims) {
+  using C = compute_t<T>;
+  using A = acc_t<T>;
+  const int64_t nd = x.dim();
+  std::vector<bool> reduced(nd, false);
+  for (int64_t d : dims) reduced[d] = true;
+  Shape perm;
+  for (int64_t d = 0; d < nd; ++d) if (!reduced[d]) perm.push_back(d);
+  for (int64_t d = 0; d < nd; ++d) if (reduced[d]) perm.push_back(d);
+  const int64_t kept = out.numel();
+  const int64_t r = kept == 0 ? 0 : x.numel() / kept;
+  T* o = static_cast<T*>(out.raw_data());
+  int64_t* idx = indices.defined() ? static_cast<int64_t*>(indices.raw_data()) : nullptr;
+  const bool leading = std::all_of(dims.begin(), dims.end(), [&](int64_t d) { return d < static_cast<int64_t>(dims.size()); });
+
+  if (op == ReduceOp::Sum && leading && x.is_contiguous() && r > 1 && kept >= 8) {
+    // out[j] = sum_i x[i, j]: stream over rows, accumulating a block of columns at a time.
+    const T* px = static_cast<const T*>(x.raw_data());
+    parallel_for(kept, r, [&](int64_t b, int64_t e) {
+      constexpr int64_t kCols = 512;
+      A acc[kCols];
+      C row[kCols];
+      for (int64_t j0 = b; j0 < e; j0 += kCols) {
+        const int64_t m = std::min(kCols, e - j0);
+        std::fill(acc, acc + m, A(0));
+        for (int64_t i = 0; i < r; ++i) {
+          const T* p = px + i * kept + j0;
+          if constexpr (is_low_precision_v<T>) {
+            load_block(p, row, m);
+            for (int64_t j = 0; j < m; ++j) acc[j] += row[j];
+          } else {
+            for (int64_t j = 0; j < m; ++j) acc[j] += static_cast<A>(p[j]);
+          }
+        }
+        for (int64_t j = 0; j < m; ++j) o[j0 + j] = cast_scalar<T>(acc[j]);
+      }
+    });
+    return;
+  }
+
+  Tensor xp = x.permute(perm).contiguous();
+  const T* px = static_cast<const T*>(xp.raw_data());
+  parallel_for(kept, r, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) {
+      const T* p = px + k * r;
+      if (op == ReduceOp::Sum) {
+        o[k] = cast_scalar<T>(row_sum<A>(p, r));
+        continue;
+      }
+      MINIDL_CHECK(r > 0, "max/min", "cannot reduce over an empty dimension");
+      C best = static_cast<C>(p[0]);
+      int64_t at = 0;
+      for (int64_t i = 1; i < r; ++i) {
+        C v = static_cast<C>(p[i]);
+        if (better<T>(op, v, best)) { best = v; at = i; }
+      }
+      if (op == ReduceOp::ArgMax || op == ReduceOp::ArgMin) {
+        idx[k] = at;
+      } else {
+        o[k] = cast_scalar<T>(best);
+        if (idx) idx[k] = at;
+      }
+    }
+  });
+}
+
+void reduce(ReduceOp op, const Tensor& out, const Tensor& indices, const Tensor& x, const std::vector<int64_t>& dims) {
+  visit_dtype(x.dtype(), "reduce", [&]<class T>() {
+    if constexpr (std::is_same_v<T, bool>) MINIDL_FAIL("reduce", "bool tensors must be cast before reducing");
+    else reduce_typed<T>(op, out, indices, x, dims);
+  });
+}
+}  // namespace
+
+void register_reduce(Registry& r) { r.reduce.set_all(DeviceType::CPU, reduce); }
+
+}  // namespace minidl::kernels::cpu

@@ -1,0 +1,18 @@
+// Fills the dispatch tables with the CPU kernels of each family.
+#include "ops/kernels.h"
+
+namespace minidl::kernels::cpu {
+
+void register_copy(Registry& r);
+void register_elementwise(Registry& r);
+void register_gemm(Registry& r);
+void register_reduce(Registry& r);
+
+void register_kernels(Registry& r) {
+  register_copy(r);
+  register_elementwise(r);
+  register_gemm(r);
+  register_reduce(r);
+}
+
+}  // namespace minidl::kernels::cpu

@@ -1,0 +1,93 @@
+// Joining and splitting: cat, stack, split, chunk. Autocast policy: Promote on CPU (cat/stack take
+// the widest floating input dtype; f16 mixed with bf16 promotes to f32).
+#include "ops/common.h"
+
+namespace minidl {
+
+using namespace ops_detail;
+using autograd::TensorList;
+
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  MINIDL_CHECK(!tensors.empty(), "cat", "expected a non-empty list of tensors");
+  // Legacy rule kept by PyTorch: 1-D empty tensors are skipped.
+  std::vector<Tensor> parts;
+  for (const Tensor& t : tensors) {
+    check_defined(t, "cat", "tensors");
+    if (!(t.dim() == 1 && t.numel() == 0)) parts.push_back(t);
+  }
+  if (parts.empty()) return tensors[0];
+  const Tensor& ref = parts[0];
+  MINIDL_CHECK(ref.dim() > 0, "cat", "zero-dimensional tensor (at position 0) cannot be concatenated");
+  dim = wrap_dim(dim, ref.dim(), "cat");
+  DType t = ref.dtype();
+  Shape shape = ref.shape();
+  shape[dim] = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Tensor& p = parts[i];
+    check_same_device("cat", ref, p);
+    MINIDL_CHECK(p.dim() == ref.dim(), "cat", "tensors must have the same number of dimensions: got ", ref.dim(),
+                 " and ", p.dim(), " (tensor ", i, ")");
+    for (int64_t d = 0; d < ref.dim(); ++d)
+      MINIDL_CHECK(d == dim || p.shape()[d] == ref.shape()[d], "cat", "sizes of tensors must match except in dimension ",
+                   dim, ": expected size ", ref.shape()[d], " but got size ", p.shape()[d], " for tensor ", i, " in dim ", d);
+    shape[dim] += p.shape()[dim];
+    t = promote_types(t, p.dtype());
+  }
+  Tensor out = new_empty(shape, t, ref.device());
+  Shape sizes;
+  {
+    NoGradGuard ng;
+    int64_t at = 0;
+    for (const Tensor& p : parts) {
+      out.narrow(dim, at, p.shape()[dim]).copy_(p.detach());
+      at += p.shape()[dim];
+      sizes.push_back(p.shape()[dim]);
+    }
+  }
+  TensorList inputs;
+  for (const Tensor& p : parts) inputs.push_back(p.dtype() == t ? p : cast(p, t));
+  autograd::record("CatBackward", inputs, {out}, {}, [dim, sizes](const TensorList& g, const TensorList&) {
+    TensorList grads;
+    int64_t at = 0;
+    for (int64_t s : sizes) {
+      grads.push_back(g[0].narrow(dim, at, s));
+      at += s;
+    }
+    return grads;
+  });
+  return out;
+}
+
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  MINIDL_CHECK(!tensors.empty(), "stack", "expected a non-empty list of tensors");
+  dim = wrap_dim(dim, tensors[0].dim() + 1, "stack");
+  std::vector<Tensor> parts;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    check_defined(tensors[i], "stack", "tensors");
+    MINIDL_CHECK(tensors[i].shape() == tensors[0].shape(), "stack", "expects each tensor to be equal size, but got ",
+                 shape_str(tensors[0].shape()), " at entry 0 and ", shape_str(tensors[i].shape()), " at entry ", i);
+    parts.push_back(tensors[i].unsqueeze(dim));
+  }
+  return cat(parts, dim);
+}
+
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
+  check_defined(x, "split", "self");
+  MINIDL_CHECK(split_size > 0, "split", "split_size must be positive, got ", split_size);
+  dim = wrap_dim(dim, x.dim(), "split");
+  std::vector<Tensor> out;
+  const int64_t n = x.shape()[dim];
+  for (int64_t at = 0; at < n; at += split_size) out.push_back(x.narrow(dim, at, std::min(split_size, n - at)));
+  if (out.empty()) out.push_back(x);
+  return out;
+}
+
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
+  check_defined(x, "chunk", "self");
+  MINIDL_CHECK(chunks > 0, "chunk", "number of chunks must be positive, got ", chunks);
+  dim = wrap_dim(dim, x.dim(), "chunk");
+  const int64_t n = x.shape()[dim];
+  return split(x, std::max<int64_t>(1, (n + chunks - 1) / chunks), dim);
+}
+
+}  // namespace minidl

@@ -1,0 +1,93 @@
+// Raw kernels: no autograd, no autocast, no type promotion. The differentiable ops in ops/*.cpp
+// validate arguments, allocate outputs and call these through their dispatch tables. CPU kernels
+// live in ops/cpu, CUDA kernels in ops/cuda; each backend fills the tables in its register
+// function, called once on first use (no static-initialisation order or linker-dropping issues).
+#pragma once
+#include <vector>
+
+#include "framework/dispatch.h"
+#include "framework/tensor.h"
+
+namespace minidl::kernels {
+
+// out <- value (any dtype, any strides).
+using FillFn = void (*)(const Tensor& out, double value);
+// dst <- src, converting dtype; src broadcasts to dst's shape; both may be strided. Keyed by dst.
+using CopyFn = void (*)(const Tensor& dst, const Tensor& src);
+
+enum class BinaryOp : uint8_t {
+  Add, Sub, Mul, Div, Pow, Max, Min,   // out = a op (alpha * b) for Add/Sub; same dtype as a
+  Eq, Ne, Lt, Le, Gt, Ge,              // out is bool
+  // Fused activation backward: a is the incoming gradient, b the saved forward value.
+  ReluBackward,       // a * (b > 0), b = output
+  LeakyReluBackward,  // a * (b > 0 ? 1 : alpha), b = input
+  SigmoidBackward,    // a * b * (1 - b), b = output
+  TanhBackward,       // a * (1 - b^2), b = output
+  GeluBackward,       // a * gelu'(b), b = input (erf form)
+  GeluTanhBackward,   // a * gelu'(b), b = input (tanh approximation)
+  SoftplusBackward,   // a * sigmoid(alpha * b) (or a where alpha*b > scalar threshold), b = input
+};
+// out (contiguous, broadcast shape) <- a op b. b undefined means the scalar `scalar`. a and b share
+// a dtype; the table is keyed by a's dtype. alpha: Add/Sub multiplier, LeakyRelu slope, Softplus beta.
+using BinaryFn = void (*)(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, double scalar, double alpha);
+
+enum class UnaryOp : uint8_t {
+  Neg, Exp, Log, Sqrt, Rsqrt, Abs, Sign, Tanh, Sigmoid, Relu, LeakyRelu, Gelu, GeluTanh, Softplus, Square, Reciprocal,
+  Clamp,  // p0 = min, p1 = max (use +-inf for none)
+};
+// out (contiguous, same shape and dtype as x) <- op(x). p0/p1: LeakyRelu slope; Softplus beta, threshold.
+using UnaryFn = void (*)(UnaryOp op, const Tensor& out, const Tensor& x, double p0, double p1);
+
+// where: out <- cond ? a : b (broadcast; a, b, out share a dtype; cond is bool).
+using WhereFn = void (*)(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b);
+
+enum class ReduceOp : uint8_t { Sum, Max, Min, ArgMax, ArgMin };
+// out has x's shape with `dims` set to 1 (keepdim form, contiguous). Sum accumulates in f32 (f64 for
+// f64). ArgMax/ArgMin write i64 indices along a single dim; Max/Min with a defined `indices` also
+// write them (first occurrence, NaN propagates).
+using ReduceFn = void (*)(ReduceOp op, const Tensor& out, const Tensor& indices, const Tensor& x,
+                          const std::vector<int64_t>& dims);
+
+// c <- alpha * op(a) @ op(b) + beta * c for 2-D or batched 3-D a, b, c (c contiguous; a, b may be
+// transposed views). Keyed by a's dtype; a, b, c share it. Low precision computes in f32.
+using GemmFn = void (*)(const Tensor& c, const Tensor& a, const Tensor& b, double alpha, double beta);
+
+// Softmax family along the last dim of a contiguous [rows, n] view.
+using SoftmaxFn = void (*)(const Tensor& out, const Tensor& x, bool log);
+// grad_in <- softmax backward given grad_out and the saved output y (log: y is log-softmax).
+using SoftmaxBackwardFn = void (*)(const Tensor& grad_in, const Tensor& grad_out, const Tensor& y, bool log);
+
+// Gathers/scatters along `dim` with an i64 index of the same rank (gather) or 1-D (index_select).
+using IndexSelectFn = void (*)(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index);
+using IndexAddFn = void (*)(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src);  // out[.., idx[i], ..] += src[.., i, ..]
+using GatherFn = void (*)(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index);
+using ScatterAddFn = void (*)(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src);
+
+struct Registry {
+  KernelTable<FillFn> fill{"fill_"};
+  KernelTable<CopyFn> copy{"copy_"};
+  KernelTable<BinaryFn> binary{"binary"};
+  KernelTable<UnaryFn> unary{"unary"};
+  KernelTable<WhereFn> where{"where"};
+  KernelTable<ReduceFn> reduce{"reduce"};
+  KernelTable<GemmFn> gemm{"gemm"};
+  KernelTable<SoftmaxFn> softmax{"softmax"};
+  KernelTable<SoftmaxBackwardFn> softmax_backward{"softmax_backward"};
+  KernelTable<IndexSelectFn> index_select{"index_select"};
+  KernelTable<IndexAddFn> index_add{"index_add"};
+  KernelTable<GatherFn> gather{"gather"};
+  KernelTable<ScatterAddFn> scatter_add{"scatter_add"};
+};
+
+const Registry& registry();
+
+namespace cpu {
+void register_kernels(Registry& r);
+}
+#ifdef MINIDL_WITH_CUDA
+namespace cuda {
+void register_kernels(Registry& r);
+}
+#endif
+
+}  // namespace minidl::kernels

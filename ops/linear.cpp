@@ -1,0 +1,138 @@
+// Matrix products: mm, bmm, matmul (NumPy/PyTorch semantics incl. batch broadcasting), linear and
+// addmm. Autocast policy: LowerPrecision (the amp layer casts inputs before these run). The bias
+// of linear/addmm is written into the output first and the GEMM accumulates onto it (beta = 1),
+// so the bias costs no extra pass over memory.
+#include "ops/common.h"
+
+namespace minidl {
+
+using namespace ops_detail;
+using autograd::TensorList;
+
+namespace {
+void check_matmul_args(const char* op, const Tensor& a, const Tensor& b) {
+  check_defined(a, op, "self");
+  check_defined(b, op, "mat2");
+  check_same_device(op, a, b);
+  check_floating(op, a);
+  MINIDL_CHECK(a.dtype() == b.dtype(), op, "expected both operands to have the same dtype, but got ", dtype_name(a.dtype()),
+               " != ", dtype_name(b.dtype()));
+}
+
+Tensor gemm(const Tensor& a, const Tensor& b, const Shape& out_shape, const Tensor& init, double alpha, double beta) {
+  Tensor out = new_empty(out_shape, a.dtype(), a.device());
+  if (init.defined() && beta != 0) {
+    NoGradGuard ng;
+    out.copy_(init.detach());
+  }
+  K().gemm.get(a.device(), a.dtype())(out, a.detach(), b.detach(), alpha, init.defined() ? beta : 0.0);
+  return out;
+}
+}  // namespace
+
+Tensor mm(const Tensor& a, const Tensor& b) {
+  check_matmul_args("mm", a, b);
+  MINIDL_CHECK(a.dim() == 2 && b.dim() == 2, "mm", "expected 2-D tensors, got ", a.meta_str(), " and ", b.meta_str());
+  MINIDL_CHECK(a.size(1) == b.size(0), "mm", "mat1 and mat2 shapes cannot be multiplied (", a.size(0), "x", a.size(1),
+               " and ", b.size(0), "x", b.size(1), ")");
+  Tensor out = gemm(a, b, {a.size(0), b.size(1)}, Tensor(), 1.0, 0.0);
+  const bool ga = a.requires_grad(), gb = b.requires_grad();
+  autograd::record("MmBackward", {a, b}, {out}, {gb ? a : Tensor(), ga ? b : Tensor()},
+                   [ga, gb](const TensorList& g, const TensorList& s) {
+                     return TensorList{ga ? mm(g[0], s[1].t()) : Tensor(), gb ? mm(s[0].t(), g[0]) : Tensor()};
+                   });
+  return out;
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  check_matmul_args("bmm", a, b);
+  MINIDL_CHECK(a.dim() == 3 && b.dim() == 3, "bmm", "expected 3-D tensors, got ", a.meta_str(), " and ", b.meta_str());
+  MINIDL_CHECK(a.size(0) == b.size(0), "bmm", "batch sizes differ: ", a.size(0), " vs ", b.size(0));
+  MINIDL_CHECK(a.size(2) == b.size(1), "bmm", "shapes cannot be multiplied (", shape_str(a.shape()), " and ",
+               shape_str(b.shape()), ")");
+  Tensor out = gemm(a, b, {a.size(0), a.size(1), b.size(2)}, Tensor(), 1.0, 0.0);
+  const bool ga = a.requires_grad(), gb = b.requires_grad();
+  autograd::record("BmmBackward", {a, b}, {out}, {gb ? a : Tensor(), ga ? b : Tensor()},
+                   [ga, gb](const TensorList& g, const TensorList& s) {
+                     return TensorList{ga ? bmm(g[0], s[1].transpose(1, 2)) : Tensor(),
+                                       gb ? bmm(s[0].transpose(1, 2), g[0]) : Tensor()};
+                   });
+  return out;
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  check_matmul_args("matmul", a, b);
+  const int64_t da = a.dim(), db = b.dim();
+  MINIDL_CHECK(da >= 1 && db >= 1, "matmul", "both arguments need at least 1 dimension, got ", a.meta_str(), " and ",
+               b.meta_str());
+  if (da == 1 && db == 1) {
+    MINIDL_CHECK(a.size(0) == b.size(0), "matmul", "inconsistent tensor size: ", a.size(0), " vs ", b.size(0));
+    return mm(a.unsqueeze(0), b.unsqueeze(1)).reshape({});
+  }
+  if (da == 2 && db == 1) return mm(a, b.unsqueeze(1)).squeeze(1);
+  if (da == 1 && db == 2) return mm(a.unsqueeze(0), b).squeeze(0);
+  if (da == 2 && db == 2) return mm(a, b);
+  if (db <= 2) {
+    // [..., n, k] @ [k, m]: fold the batch into rows, one GEMM.
+    Tensor b2 = db == 1 ? b.unsqueeze(1) : b;
+    Shape out_shape(a.shape().begin(), a.shape().end() - 1);
+    Tensor r = mm(a.reshape({-1, a.size(-1)}), b2);
+    if (db == 2) out_shape.push_back(b.size(1));
+    return r.reshape(out_shape);
+  }
+  // General: broadcast batch dims and run bmm.
+  Tensor a3 = da == 1 ? a.unsqueeze(0) : a;
+  Tensor b3 = b;
+  Shape ba(a3.shape().begin(), a3.shape().end() - 2), bb(b3.shape().begin(), b3.shape().end() - 2);
+  Shape batch = broadcast_shapes(ba, bb, "matmul");
+  const int64_t n = a3.size(-2), k = a3.size(-1), m = b3.size(-1);
+  MINIDL_CHECK(k == b3.size(-2), "matmul", "shapes cannot be multiplied (", shape_str(a.shape()), " and ", shape_str(b.shape()), ")");
+  Shape ea = batch, eb = batch;
+  ea.insert(ea.end(), {n, k});
+  eb.insert(eb.end(), {k, m});
+  const int64_t nb = numel_of(batch);
+  Tensor r = bmm(a3.expand(ea).reshape({nb, n, k}), b3.expand(eb).reshape({nb, k, m}));
+  Shape out_shape = batch;
+  if (da > 1) out_shape.push_back(n);
+  out_shape.push_back(m);
+  return r.reshape(out_shape);
+}
+
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, double beta, double alpha) {
+  check_matmul_args("addmm", a, b);
+  check_defined(bias, "addmm", "self");
+  MINIDL_CHECK(a.dim() == 2 && b.dim() == 2, "addmm", "expected 2-D matrices, got ", a.meta_str(), " and ", b.meta_str());
+  MINIDL_CHECK(a.size(1) == b.size(0), "addmm", "mat1 and mat2 shapes cannot be multiplied (", a.size(0), "x", a.size(1),
+               " and ", b.size(0), "x", b.size(1), ")");
+  MINIDL_CHECK(bias.dtype() == a.dtype(), "addmm", "bias dtype ", dtype_name(bias.dtype()), " does not match ", dtype_name(a.dtype()));
+  Shape out_shape{a.size(0), b.size(1)};
+  broadcast_shapes(bias.shape(), out_shape, "addmm");
+  Tensor out = gemm(a, b, out_shape, bias, alpha, beta);
+  const bool ga = a.requires_grad(), gb = b.requires_grad();
+  autograd::record("AddmmBackward", {bias, a, b}, {out}, {gb ? a : Tensor(), ga ? b : Tensor()},
+                   [ga, gb, beta, alpha, bs = bias.shape()](const TensorList& g, const TensorList& s) {
+                     Tensor gbias = sum_to(beta == 1.0 ? g[0] : mul(g[0], beta), bs);
+                     Tensor g2 = alpha == 1.0 ? g[0] : mul(g[0], alpha);
+                     return TensorList{gbias, ga ? mm(g2, s[1].t()) : Tensor(), gb ? mm(s[0].t(), g2) : Tensor()};
+                   });
+  return out;
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_defined(x, "linear", "input");
+  check_defined(weight, "linear", "weight");
+  MINIDL_CHECK(weight.dim() == 2, "linear", "weight must be 2-D [out_features, in_features], got ", weight.meta_str());
+  MINIDL_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1), "linear", "input ", x.meta_str(),
+               " does not match weight ", weight.meta_str(), " (expected last dim ", weight.size(1), ")");
+  if (bias.defined())
+    MINIDL_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0), "linear", "bias ", bias.meta_str(),
+                 " does not match weight ", weight.meta_str());
+  Tensor x2 = x.dim() == 2 ? x : x.reshape({-1, x.size(-1)});
+  Tensor out = bias.defined() ? addmm(bias, x2, weight.t()) : mm(x2, weight.t());
+  if (x.dim() == 2) return out;
+  Shape s(x.shape().begin(), x.shape().end() - 1);
+  s.push_back(weight.size(0));
+  return out.reshape(s);
+}
+
+}  // namespace minidl

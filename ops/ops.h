@@ -1,0 +1,137 @@
+// The differentiable op library (the functional API). Each op family lives in one file under ops/
+// with its forward, backward and autocast policy together; device kernels are in ops/cpu and
+// ops/cuda. All ops follow PyTorch's broadcasting and type promotion and raise minidl::Error naming
+// the op on bad shapes, dtypes or devices.
+#pragma once
+#include <optional>
+#include <vector>
+
+#include "framework/tensor.h"
+
+namespace minidl {
+
+// ---- element-wise binary (ops/binary.cpp); broadcasting, promotion
+Tensor add(const Tensor& a, const Tensor& b, double alpha = 1.0);  // a + alpha * b
+Tensor sub(const Tensor& a, const Tensor& b, double alpha = 1.0);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor add(const Tensor& a, double b);
+Tensor sub(const Tensor& a, double b);
+Tensor mul(const Tensor& a, double b);
+Tensor div(const Tensor& a, double b);
+Tensor pow(const Tensor& a, double exponent);
+Tensor rsub(const Tensor& a, double b);  // b - a
+Tensor neg(const Tensor& a);
+
+// ---- comparisons and selection (ops/compare.cpp); results are bool, not differentiable
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, double b);
+Tensor ne(const Tensor& a, double b);
+Tensor lt(const Tensor& a, double b);
+Tensor le(const Tensor& a, double b);
+Tensor gt(const Tensor& a, double b);
+Tensor ge(const Tensor& a, double b);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);  // differentiable in a and b
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
+
+// ---- element-wise unary (ops/unary.cpp, ops/activation.cpp)
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor sign(const Tensor& x);  // not differentiable (zero gradient)
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
+Tensor gelu(const Tensor& x, bool tanh_approximation = false);
+Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
+
+// ---- reductions (ops/reduce.cpp). dims empty = all dims.
+Tensor sum(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor mean(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor var(const Tensor& x, std::vector<int64_t> dims = {}, int64_t correction = 1, bool keepdim = false);
+Tensor max(const Tensor& x);  // over all elements
+Tensor min(const Tensor& x);
+struct ValuesIndices {
+  Tensor values;
+  Tensor indices;  // i64
+};
+ValuesIndices max(const Tensor& x, int64_t dim, bool keepdim = false);
+ValuesIndices min(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor argmax(const Tensor& x);  // index into the flattened tensor
+Tensor sum_to(const Tensor& x, const Shape& shape);  // reduce broadcast dims back to shape
+
+// ---- linear algebra (ops/linear.cpp); autocast LowerPrecision
+Tensor mm(const Tensor& a, const Tensor& b);
+Tensor bmm(const Tensor& a, const Tensor& b);
+Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());  // x @ w^T + b
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, double beta = 1.0, double alpha = 1.0);
+
+// ---- softmax family (ops/softmax.cpp)
+Tensor softmax(const Tensor& x, int64_t dim);
+Tensor log_softmax(const Tensor& x, int64_t dim);
+
+// ---- losses (ops/loss.cpp); autocast FP32
+enum class Reduction { None, Mean, Sum };
+struct CrossEntropyOptions {
+  Reduction reduction = Reduction::Mean;
+  int64_t ignore_index = -100;
+  double label_smoothing = 0.0;
+  Tensor weight;  // optional per-class weight
+};
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& opts = {});
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const CrossEntropyOptions& opts = {});
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+Tensor binary_cross_entropy(const Tensor& probs, const Tensor& target, Reduction reduction = Reduction::Mean);
+Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target,
+                                        Reduction reduction = Reduction::Mean, const Tensor& pos_weight = Tensor());
+
+// ---- shape and joining (ops/shape.cpp, ops/join.cpp)
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
+
+// ---- indexing (ops/index.cpp)
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor one_hot(const Tensor& index, int64_t num_classes = -1);  // i64 result
+
+// ---- casts (ops/cast.cpp): differentiable between floating dtypes
+Tensor cast(const Tensor& x, DType dtype);
+
+// ---- random (ops/random.cpp) use the default generator unless one is given
+class Generator;
+Tensor rand(const Shape& shape, TensorOptions opts = {}, Generator* gen = nullptr);   // U[0, 1)
+Tensor randn(const Shape& shape, TensorOptions opts = {}, Generator* gen = nullptr);  // N(0, 1)
+Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions opts = DType::I64, Generator* gen = nullptr);
+Tensor dropout(const Tensor& x, double p, bool training, Generator* gen = nullptr);
+
+// ---- operators
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+inline Tensor operator-(const Tensor& a) { return neg(a); }
+inline Tensor operator+(const Tensor& a, double b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, double b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, double b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, double b) { return div(a, b); }
+inline Tensor operator+(double a, const Tensor& b) { return add(b, a); }
+inline Tensor operator-(double a, const Tensor& b) { return rsub(b, a); }
+inline Tensor operator*(double a, const Tensor& b) { return mul(b, a); }
+
+}  // namespace minidl

@@ -1,0 +1,150 @@
+// Reductions: sum, mean, var, max/min (all elements or along a dim, with indices), argmax and
+// sum_to (the reverse of broadcasting). Autocast policy: None on CPU (sum is FP32SetOptDtype on
+// CUDA, set in amp/policy). Integer and bool sums produce i64, as PyTorch.
+#include <algorithm>
+#include <set>
+
+#include "ops/common.h"
+
+namespace minidl {
+
+using namespace ops_detail;
+using autograd::TensorList;
+using kernels::ReduceOp;
+
+namespace {
+// Sorted, wrapped, unique dims; empty means all.
+std::vector<int64_t> normalize_dims(const std::vector<int64_t>& dims, int64_t ndim, const char* op) {
+  std::set<int64_t> s;
+  if (dims.empty()) for (int64_t d = 0; d < ndim; ++d) s.insert(d);
+  for (int64_t d : dims) {
+    int64_t w = wrap_dim(d, ndim, op);
+    MINIDL_CHECK(s.insert(w).second, op, "dim ", w, " appears multiple times in the list of dims");
+  }
+  return {s.begin(), s.end()};
+}
+
+Shape keep_shape(const Shape& in, const std::vector<int64_t>& dims) {
+  Shape s = in;
+  for (int64_t d : dims) if (d < static_cast<int64_t>(s.size())) s[d] = 1;
+  return s;
+}
+
+Shape drop_shape(const Shape& in, const std::vector<int64_t>& dims) {
+  Shape s;
+  for (int64_t d = 0; d < static_cast<int64_t>(in.size()); ++d)
+    if (!std::binary_search(dims.begin(), dims.end(), d)) s.push_back(in[d]);
+  return s;
+}
+
+// Raw kernel call producing the keepdim-shaped result.
+Tensor reduce_raw(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims, Tensor* indices = nullptr) {
+  Shape ks = keep_shape(x.shape(), dims);
+  Tensor out = new_empty(ks, x.dtype(), x.device());
+  Tensor idx;
+  if (indices) idx = new_empty(ks, DType::I64, x.device());
+  if (x.dim() == 0) {
+    out.copy_(x.detach());
+    if (indices) idx.zero_();
+  } else {
+    K().reduce.get(x.device(), x.dtype())(op, out, idx, x.detach(), dims);
+  }
+  if (indices) *indices = idx;
+  return out;
+}
+}  // namespace
+
+Tensor sum(const Tensor& x_in, std::vector<int64_t> dims_in, bool keepdim) {
+  check_defined(x_in, "sum", "self");
+  Tensor x = x_in.is_floating_point() ? x_in : cast(x_in, DType::I64);
+  std::vector<int64_t> dims = normalize_dims(dims_in, x.dim(), "sum");
+  Tensor out = reduce_raw(ReduceOp::Sum, x, dims);
+  if (!keepdim) out = out.view(drop_shape(x.shape(), dims));
+  autograd::record("SumBackward", {x}, {out}, {}, [in_shape = x.shape(), dims](const TensorList& g, const TensorList&) {
+    return TensorList{g[0].reshape(keep_shape(in_shape, dims)).expand(in_shape)};
+  });
+  return out;
+}
+
+Tensor mean(const Tensor& x, std::vector<int64_t> dims_in, bool keepdim) {
+  check_defined(x, "mean", "self");
+  MINIDL_CHECK(x.is_floating_point(), "mean", "could not infer output dtype: input is ", dtype_name(x.dtype()),
+               "; cast to a floating dtype first");
+  std::vector<int64_t> dims = normalize_dims(dims_in, x.dim(), "mean");
+  int64_t count = 1;
+  for (int64_t d : dims) if (x.dim() > 0) count *= x.shape()[d];
+  return div(sum(x, dims, keepdim), static_cast<double>(count));
+}
+
+Tensor var(const Tensor& x, std::vector<int64_t> dims_in, int64_t correction, bool keepdim) {
+  check_defined(x, "var", "self");
+  check_floating("var", x);
+  std::vector<int64_t> dims = normalize_dims(dims_in, x.dim(), "var");
+  int64_t count = 1;
+  for (int64_t d : dims) if (x.dim() > 0) count *= x.shape()[d];
+  Tensor centered = sub(x, mean(x, dims, true));
+  Tensor ss = sum(mul(centered, centered), dims, keepdim);
+  return div(ss, static_cast<double>(std::max<int64_t>(count - correction, 0)));
+}
+
+namespace {
+ValuesIndices extreme(ReduceOp op, const char* name, const Tensor& x, int64_t dim, bool keepdim) {
+  check_defined(x, name, "self");
+  dim = wrap_dim(dim, x.dim(), name);
+  if (x.dim() > 0) MINIDL_CHECK(x.shape()[dim] > 0, name, "cannot reduce over a zero-size dimension ", dim);
+  Tensor idx;
+  Tensor out = reduce_raw(op, x, {dim}, &idx);
+  if (!keepdim && x.dim() > 0) {
+    out = out.squeeze(dim);
+    idx = idx.squeeze(dim);
+  }
+  if (x.is_floating_point())
+    autograd::record(op == ReduceOp::Max ? "MaxBackward" : "MinBackward", {x}, {out}, {idx},
+                     [in_shape = x.shape(), dim, keepdim](const TensorList& g, const TensorList& s) {
+                       // Route the gradient to the selected element: one_hot along dim, times g.
+                       Tensor gk = keepdim ? g[0] : g[0].unsqueeze(dim);
+                       Tensor ik = keepdim ? s[0] : s[0].unsqueeze(dim);
+                       Tensor pos = arange(0, static_cast<double>(in_shape.empty() ? 1 : in_shape[dim]), 1, TensorOptions(DType::I64).device(g[0].device()));
+                       Shape ps(in_shape.size(), 1);
+                       if (!ps.empty()) ps[dim] = in_shape[dim];
+                       Tensor mask = cast(eq(pos.reshape(ps), ik), g[0].dtype());
+                       return TensorList{mul(mask, gk).expand(in_shape).contiguous().reshape(in_shape)};
+                     });
+  return {out, idx};
+}
+
+Tensor extreme_all(ReduceOp op, const char* name, const Tensor& x) {
+  check_defined(x, name, "self");
+  MINIDL_CHECK(x.numel() > 0, name, "operation does not have an identity: cannot reduce an empty tensor");
+  ValuesIndices r = extreme(op, name, x.reshape({-1}), 0, false);
+  return r.values;
+}
+}  // namespace
+
+ValuesIndices max(const Tensor& x, int64_t dim, bool keepdim) { return extreme(ReduceOp::Max, "max", x, dim, keepdim); }
+ValuesIndices min(const Tensor& x, int64_t dim, bool keepdim) { return extreme(ReduceOp::Min, "min", x, dim, keepdim); }
+Tensor max(const Tensor& x) { return extreme_all(ReduceOp::Max, "max", x); }
+Tensor min(const Tensor& x) { return extreme_all(ReduceOp::Min, "min", x); }
+
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
+  NoGradGuard ng;
+  return extreme(ReduceOp::Max, "argmax", x, dim, keepdim).indices;
+}
+Tensor argmax(const Tensor& x) { return argmax(x.reshape({-1}), 0, false); }
+
+Tensor sum_to(const Tensor& x, const Shape& shape) {
+  if (x.shape() == shape) return x;
+  const int64_t lead = x.dim() - static_cast<int64_t>(shape.size());
+  MINIDL_CHECK(lead >= 0, "sum_to", "cannot reduce ", shape_str(x.shape()), " to the larger shape ", shape_str(shape));
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (d < lead) { dims.push_back(d); continue; }
+    const int64_t want = shape[d - lead];
+    if (want == 1 && x.shape()[d] != 1) dims.push_back(d);
+    else MINIDL_CHECK(want == x.shape()[d], "sum_to", "cannot reduce ", shape_str(x.shape()), " to ", shape_str(shape));
+  }
+  if (dims.empty()) return x.reshape(shape);
+  return sum(x, dims, true).reshape(shape);
+}
+
+}  // namespace minidl

@@ -1,0 +1,59 @@
+// Element-wise math: exp, log, sqrt, rsqrt, abs, sign. Autocast policy: None on CPU (FP32 on CUDA
+// for exp/log/rsqrt, set in amp/policy). Backward in differentiable ops.
+#include "ops/common.h"
+
+namespace minidl {
+
+using namespace ops_detail;
+using autograd::TensorList;
+using kernels::UnaryOp;
+
+namespace ops_detail {
+// Runs a unary kernel on a floating tensor (integers are promoted to f32, as torch.exp).
+Tensor unary_forward(UnaryOp op, const char* name, const Tensor& x_in, double p0 = 0, double p1 = 0) {
+  check_defined(x_in, name, "self");
+  Tensor x = x_in.is_floating_point() ? x_in : cast(x_in, DType::F32);
+  Tensor out = new_empty(x.shape(), x.dtype(), x.device());
+  K().unary.get(x.device(), x.dtype())(op, out, x, p0, p1);
+  return out;
+}
+}  // namespace ops_detail
+
+Tensor exp(const Tensor& x) {
+  Tensor out = unary_forward(UnaryOp::Exp, "exp", x);
+  autograd::record("ExpBackward", {x}, {out}, {autograd::output(out)},
+                   [](const TensorList& g, const TensorList& s) { return TensorList{mul(g[0], s[0])}; });
+  return out;
+}
+
+Tensor log(const Tensor& x) {
+  Tensor out = unary_forward(UnaryOp::Log, "log", x);
+  autograd::record("LogBackward", {x}, {out}, {x}, [](const TensorList& g, const TensorList& s) { return TensorList{div(g[0], s[0])}; });
+  return out;
+}
+
+Tensor sqrt(const Tensor& x) {
+  Tensor out = unary_forward(UnaryOp::Sqrt, "sqrt", x);
+  autograd::record("SqrtBackward", {x}, {out}, {autograd::output(out)},
+                   [](const TensorList& g, const TensorList& s) { return TensorList{div(g[0], mul(s[0], 2.0))}; });
+  return out;
+}
+
+Tensor rsqrt(const Tensor& x) {
+  Tensor out = unary_forward(UnaryOp::Rsqrt, "rsqrt", x);
+  // d/dx x^-1/2 = -1/2 x^-3/2 = -1/2 out^3
+  autograd::record("RsqrtBackward", {x}, {out}, {autograd::output(out)}, [](const TensorList& g, const TensorList& s) {
+    return TensorList{mul(mul(g[0], pow(s[0], 3.0)), -0.5)};
+  });
+  return out;
+}
+
+Tensor abs(const Tensor& x) {
+  Tensor out = unary_forward(UnaryOp::Abs, "abs", x);
+  autograd::record("AbsBackward", {x}, {out}, {x}, [](const TensorList& g, const TensorList& s) { return TensorList{mul(g[0], sign(s[0]))}; });
+  return out;
+}
+
+Tensor sign(const Tensor& x) { return unary_forward(UnaryOp::Sign, "sign", x.detach()); }
+
+}  // namespace minidl

@@ -1,0 +1,270 @@
+// Views (share storage, differentiable): view/reshape, flatten, transpose/permute, slice/narrow/
+// select, squeeze/unsqueeze, expand; plus contiguous, clone and to(device).
+#include <algorithm>
+#include <numeric>
+
+#include "ops/common.h"
+
+namespace minidl {
+
+using namespace ops_detail;
+using autograd::TensorList;
+
+namespace {
+// Infers one -1 entry and checks the element count.
+Shape infer_shape(const Shape& shape, int64_t numel, const char* op) {
+  Shape out = shape;
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == -1) {
+      MINIDL_CHECK(infer < 0, op, "only one dimension can be inferred in ", shape_str(shape));
+      infer = static_cast<int64_t>(i);
+    } else {
+      MINIDL_CHECK(out[i] >= 0, op, "invalid shape dimension ", out[i], " in ", shape_str(shape));
+      known *= out[i];
+    }
+  }
+  if (infer >= 0) {
+    MINIDL_CHECK(known != 0 && numel % known == 0, op, "shape ", shape_str(shape), " is invalid for input of size ", numel);
+    out[infer] = numel / known;
+  }
+  MINIDL_CHECK(numel_of(out) == numel, op, "shape ", shape_str(shape), " is invalid for input of size ", numel);
+  return out;
+}
+
+Tensor as_view(const Tensor& x, Shape sizes, Shape strides, int64_t offset, const char* name,
+               autograd::BackwardFn backward) {
+  Tensor out = make_view(x, std::move(sizes), std::move(strides), offset);
+  autograd::record(name, {x}, {out}, {}, std::move(backward));
+  return out;
+}
+
+// The gradient of a strided window of `shape`: zeros with g written into the window.
+Tensor window_backward(const Tensor& g, const Shape& shape, int64_t dim, int64_t start, int64_t step) {
+  Tensor out = zeros(shape, TensorOptions(g.dtype()).device(g.device()));
+  {
+    NoGradGuard ng;
+    out.slice(dim, start, start + (g.size(dim) - 1) * step + 1, step).copy_(g);
+  }
+  autograd::record("SliceBackwardBackward", {g}, {out}, {}, [dim, start, step, n = g.size(dim)](const TensorList& gg, const TensorList&) {
+    return TensorList{gg[0].slice(dim, start, start + (n - 1) * step + 1, step)};
+  });
+  return out;
+}
+}  // namespace
+
+Tensor Tensor::view(const Shape& shape_in) const {
+  Shape shape = infer_shape(shape_in, numel(), "view");
+  MINIDL_CHECK(is_contiguous(), "view", "view size is not compatible with input tensor's size and stride (",
+               meta_str(), " is not contiguous); use reshape()");
+  Shape in_shape = this->shape();
+  return as_view(*this, shape, contiguous_strides(shape), offset(), "ViewBackward",
+                 [in_shape](const TensorList& g, const TensorList&) { return TensorList{g[0].reshape(in_shape)}; });
+}
+
+Tensor Tensor::reshape(const Shape& shape) const {
+  if (is_contiguous()) return view(shape);
+  return contiguous().view(shape);
+}
+
+Tensor Tensor::flatten(int64_t start, int64_t end) const {
+  if (dim() == 0) return reshape({1});
+  start = wrap_dim(start, dim(), "flatten");
+  end = wrap_dim(end, dim(), "flatten");
+  MINIDL_CHECK(start <= end, "flatten", "start_dim ", start, " must not exceed end_dim ", end);
+  Shape s(shape().begin(), shape().begin() + start);
+  int64_t m = 1;
+  for (int64_t d = start; d <= end; ++d) m *= shape()[d];
+  s.push_back(m);
+  s.insert(s.end(), shape().begin() + end + 1, shape().end());
+  return reshape(s);
+}
+
+Tensor Tensor::permute(const Shape& dims) const {
+  MINIDL_CHECK(static_cast<int64_t>(dims.size()) == dim(), "permute", "number of dims ", dims.size(),
+               " does not match tensor of ", dim(), " dims");
+  Shape sizes(dim()), strides(dim()), inverse(dim());
+  std::vector<bool> seen(dim(), false);
+  for (int64_t i = 0; i < dim(); ++i) {
+    int64_t d = wrap_dim(dims[i], dim(), "permute");
+    MINIDL_CHECK(!seen[d], "permute", "repeated dim ", d, " in ", shape_str(dims));
+    seen[d] = true;
+    sizes[i] = shape()[d];
+    strides[i] = this->strides()[d];
+    inverse[d] = i;
+  }
+  return as_view(*this, sizes, strides, offset(), "PermuteBackward",
+                 [inverse](const TensorList& g, const TensorList&) { return TensorList{g[0].permute(inverse)}; });
+}
+
+Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  if (dim() == 0) return *this;
+  Shape p(dim());
+  std::iota(p.begin(), p.end(), 0);
+  std::swap(p[wrap_dim(d0, dim(), "transpose")], p[wrap_dim(d1, dim(), "transpose")]);
+  return permute(p);
+}
+
+Tensor Tensor::t() const {
+  MINIDL_CHECK(dim() <= 2, "t", "expects a tensor with <= 2 dimensions, got ", dim());
+  return dim() < 2 ? *this : transpose(0, 1);
+}
+
+Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
+  d = wrap_dim(d, dim(), "slice");
+  MINIDL_CHECK(step > 0, "slice", "step must be positive, got ", step);
+  const int64_t n = shape()[d];
+  if (start < 0) start += n;
+  if (end < 0) end += n;
+  start = std::clamp<int64_t>(start, 0, n);
+  end = std::clamp<int64_t>(end, start, n);
+  Shape sizes = shape(), strides = this->strides();
+  sizes[d] = (end - start + step - 1) / step;
+  strides[d] *= step;
+  Shape in_shape = shape();
+  return as_view(*this, sizes, strides, offset() + start * this->strides()[d], "SliceBackward",
+                 [in_shape, d, start, step](const TensorList& g, const TensorList&) {
+                   return TensorList{window_backward(g[0], in_shape, d, start, step)};
+                 });
+}
+
+Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
+  d = wrap_dim(d, dim(), "narrow");
+  MINIDL_CHECK(start >= 0 && length >= 0 && start + length <= shape()[d], "narrow", "start ", start, " + length ",
+               length, " exceeds dimension size ", shape()[d]);
+  return slice(d, start, start + length);
+}
+
+Tensor Tensor::select(int64_t d, int64_t index) const {
+  d = wrap_dim(d, dim(), "select");
+  const int64_t n = shape()[d];
+  MINIDL_CHECK(index >= -n && index < n, "select", "index ", index, " out of range for dimension ", d, " of size ", n);
+  if (index < 0) index += n;
+  return slice(d, index, index + 1).squeeze(d);
+}
+
+Tensor Tensor::unsqueeze(int64_t d) const {
+  d = wrap_dim(d, dim() + 1, "unsqueeze");
+  Shape s = shape();
+  s.insert(s.begin() + d, 1);
+  return reshape(s);
+}
+
+Tensor Tensor::squeeze(int64_t d) const {
+  if (dim() == 0) return *this;
+  d = wrap_dim(d, dim(), "squeeze");
+  if (shape()[d] != 1) return *this;
+  Shape s = shape(), st = strides();
+  s.erase(s.begin() + d);
+  st.erase(st.begin() + d);
+  Shape in_shape = shape();
+  return as_view(*this, s, st, offset(), "SqueezeBackward",
+                 [in_shape](const TensorList& g, const TensorList&) { return TensorList{g[0].reshape(in_shape)}; });
+}
+
+Tensor Tensor::squeeze() const {
+  Shape s;
+  for (int64_t v : shape()) if (v != 1) s.push_back(v);
+  return reshape(s);
+}
+
+Tensor Tensor::expand(const Shape& shape_in) const {
+  MINIDL_CHECK(shape_in.size() >= shape().size(), "expand", "the number of sizes provided (", shape_in.size(),
+               ") must be greater or equal to the number of dimensions in the tensor (", dim(), ")");
+  const size_t lead = shape_in.size() - shape().size();
+  Shape sizes(shape_in.size()), strides(shape_in.size(), 0);
+  for (size_t i = 0; i < shape_in.size(); ++i) {
+    if (i < lead) {
+      MINIDL_CHECK(shape_in[i] >= 0, "expand", "invalid size ", shape_in[i], " for a new leading dim");
+      sizes[i] = shape_in[i];
+      continue;
+    }
+    int64_t have = shape()[i - lead], want = shape_in[i] == -1 ? have : shape_in[i];
+    MINIDL_CHECK(have == want || have == 1, "expand", "the expanded size ", want, " must match the existing size ",
+                 have, " at non-singleton dimension ", i, " (from ", shape_str(shape()), " to ", shape_str(shape_in), ")");
+    sizes[i] = want;
+    strides[i] = have == want ? this->strides()[i - lead] : 0;
+  }
+  Shape in_shape = shape();
+  return as_view(*this, sizes, strides, offset(), "ExpandBackward",
+                 [in_shape](const TensorList& g, const TensorList&) { return TensorList{sum_to(g[0], in_shape)}; });
+}
+
+Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  return clone();
+}
+
+Tensor Tensor::clone() const {
+  Tensor out = empty(shape(), TensorOptions(dtype()).device(device()));
+  K().copy.get(device(), dtype())(out, *this);
+  autograd::record("CloneBackward", {*this}, {out}, {}, [](const TensorList& g, const TensorList&) { return TensorList{g[0]}; });
+  return out;
+}
+
+Tensor Tensor::to(DType t) const { return cast(*this, t); }
+
+Tensor Tensor::to(Device d) const {
+  if (d == device()) return *this;
+  Tensor out = empty(shape(), TensorOptions(dtype()).device(d));
+  // Cross-device copies run on the non-CPU side's copy kernel.
+  Device kernel_device = d.is_cpu() ? device() : d;
+  K().copy.get(kernel_device, dtype())(out, *this);
+  Device src = device();
+  autograd::record("ToDeviceBackward", {*this}, {out}, {}, [src](const TensorList& g, const TensorList&) { return TensorList{g[0].to(src)}; });
+  return out;
+}
+
+// ---- in-place
+
+const Tensor& Tensor::zero_() const { return fill_(0.0); }
+
+const Tensor& Tensor::fill_(double value) const {
+  check_inplace("fill_", *this);
+  K().fill.get(device(), dtype())(*this, value);
+  bump_version();
+  return *this;
+}
+
+const Tensor& Tensor::copy_(const Tensor& src) const {
+  check_inplace("copy_", *this);
+  check_defined(src, "copy_", "src");
+  MINIDL_CHECK(broadcast_shapes(shape(), src.shape(), "copy_") == shape(), "copy_", "source ",
+               shape_str(src.shape()), " does not broadcast to destination ", shape_str(shape()));
+  Device kernel_device = device().is_cpu() ? src.device() : device();
+  K().copy.get(kernel_device, dtype())(*this, src);
+  bump_version();
+  return *this;
+}
+
+const Tensor& Tensor::add_(const Tensor& other, double alpha) const {
+  check_inplace("add_", *this);
+  check_same_device("add_", *this, other);
+  Tensor o = other.dtype() == dtype() ? other : cast(other.detach(), dtype());
+  MINIDL_CHECK(broadcast_shapes(shape(), o.shape(), "add_") == shape(), "add_", "other ", shape_str(o.shape()),
+               " does not broadcast to ", shape_str(shape()));
+  MINIDL_CHECK(is_contiguous(), "add_", "in-place add needs a contiguous destination, got a strided view");
+  K().binary.get(device(), dtype())(kernels::BinaryOp::Add, *this, *this, o.detach(), 0.0, alpha);
+  bump_version();
+  return *this;
+}
+
+const Tensor& Tensor::mul_(double value) const {
+  check_inplace("mul_", *this);
+  MINIDL_CHECK(is_contiguous(), "mul_", "in-place multiply needs a contiguous destination, got a strided view");
+  K().binary.get(device(), dtype())(kernels::BinaryOp::Mul, *this, *this, Tensor(), value, 1.0);
+  bump_version();
+  return *this;
+}
+
+const Tensor& Tensor::mul_(const Tensor& other) const {
+  check_inplace("mul_", *this);
+  check_same_device("mul_", *this, other);
+  MINIDL_CHECK(is_contiguous(), "mul_", "in-place multiply needs a contiguous destination, got a strided view");
+  Tensor o = other.dtype() == dtype() ? other : cast(other.detach(), dtype());
+  K().binary.get(device(), dtype())(kernels::BinaryOp::Mul, *this, *this, o.detach(), 0.0, 1.0);
+  bump_version();
+  return *this;
+}
+
+}  // namespace minidl

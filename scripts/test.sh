@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what is missing, builds, runs every test with CTest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build.sh
+cd build
+ctest --output-on-failure -j"$(nproc)" --timeout 600
