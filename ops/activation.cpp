@@ -91,6 +91,7 @@ Tensor gelu(const Tensor& x, bool tanh_approximation) {
 }
 
 Tensor softplus(const Tensor& x, double beta, double threshold) {
+  if (auto ac = amp::autocast_op("softplus", {x})) return softplus(ac->inputs[0], beta, threshold);
   Tensor out = unary_forward(UnaryOp::Softplus, "softplus", x, beta, threshold);
   autograd::record("SoftplusBackward", {x}, {out}, {x}, [beta, threshold](const TensorList& g, const TensorList& s) {
     auto d2 = [beta, threshold](const Tensor& gg, const Tensor& gv, const Tensor& xv) {

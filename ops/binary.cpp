@@ -100,6 +100,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
 }
 
 Tensor pow(const Tensor& a, const Tensor& b) {
+  if (auto ac = amp::autocast_op("pow", {a, b})) return pow(ac->inputs[0], ac->inputs[1]);
   Prepared p = prepare(BinaryOp::Pow, a, b, 1.0);
   autograd::record("PowBackward", {p.a, p.b}, {p.out}, {p.a, p.b, autograd::output(p.out)},
                    [sa = p.a.shape(), sb = p.b.shape()](const TensorList& g, const TensorList& s) {
@@ -165,6 +166,7 @@ Tensor div(const Tensor& a, double b) {
 }
 
 Tensor pow(const Tensor& a, double e) {
+  if (auto ac = amp::autocast_op("pow", {a})) return pow(ac->inputs[0], e);
   Tensor out = run_scalar(BinaryOp::Pow, a, e);
   autograd::record("PowBackward", {a}, {out}, {a}, [e](const TensorList& g, const TensorList& s) {
     if (e == 0.0) return TensorList{zeros_like(g[0])};

@@ -1,6 +1,7 @@
 // Helpers shared by the differentiable ops: argument checks with clear messages, result types,
 // output allocation and the kernel registry.
 #pragma once
+#include "amp/autocast.h"
 #include "framework/autograd/grad_mode.h"
 #include "framework/autograd/node.h"
 #include "framework/error.h"

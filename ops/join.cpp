@@ -8,6 +8,7 @@ using namespace ops_detail;
 using autograd::TensorList;
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (auto ac = amp::autocast_op("cat", tensors)) return cat(ac->inputs, dim);
   MINIDL_CHECK(!tensors.empty(), "cat", "expected a non-empty list of tensors");
   // Legacy rule kept by PyTorch: 1-D empty tensors are skipped.
   std::vector<Tensor> parts;
@@ -59,6 +60,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (auto ac = amp::autocast_op("stack", tensors)) return stack(ac->inputs, dim);
   MINIDL_CHECK(!tensors.empty(), "stack", "expected a non-empty list of tensors");
   dim = wrap_dim(dim, tensors[0].dim() + 1, "stack");
   std::vector<Tensor> parts;

@@ -31,6 +31,7 @@ Tensor gemm(const Tensor& a, const Tensor& b, const Shape& out_shape, const Tens
 }  // namespace
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  if (auto ac = amp::autocast_op("mm", {a, b})) return mm(ac->inputs[0], ac->inputs[1]);
   check_matmul_args("mm", a, b);
   MINIDL_CHECK(a.dim() == 2 && b.dim() == 2, "mm", "expected 2-D tensors, got ", a.meta_str(), " and ", b.meta_str());
   MINIDL_CHECK(a.size(1) == b.size(0), "mm", "mat1 and mat2 shapes cannot be multiplied (", a.size(0), "x", a.size(1),
@@ -45,6 +46,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  if (auto ac = amp::autocast_op("bmm", {a, b})) return bmm(ac->inputs[0], ac->inputs[1]);
   check_matmul_args("bmm", a, b);
   MINIDL_CHECK(a.dim() == 3 && b.dim() == 3, "bmm", "expected 3-D tensors, got ", a.meta_str(), " and ", b.meta_str());
   MINIDL_CHECK(a.size(0) == b.size(0), "bmm", "batch sizes differ: ", a.size(0), " vs ", b.size(0));
@@ -61,6 +63,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (auto ac = amp::autocast_op("matmul", {a, b})) return matmul(ac->inputs[0], ac->inputs[1]);
   check_matmul_args("matmul", a, b);
   const int64_t da = a.dim(), db = b.dim();
   MINIDL_CHECK(da >= 1 && db >= 1, "matmul", "both arguments need at least 1 dimension, got ", a.meta_str(), " and ",
@@ -99,6 +102,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, double beta, double alpha) {
+  if (auto ac = amp::autocast_op("addmm", {bias, a, b})) return addmm(ac->inputs[0], ac->inputs[1], ac->inputs[2], beta, alpha);
   check_matmul_args("addmm", a, b);
   check_defined(bias, "addmm", "self");
   MINIDL_CHECK(a.dim() == 2 && b.dim() == 2, "addmm", "expected 2-D matrices, got ", a.meta_str(), " and ", b.meta_str());
@@ -119,6 +123,7 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, double beta, 
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (auto ac = amp::autocast_op("linear", {x, weight, bias})) return linear(ac->inputs[0], ac->inputs[1], ac->inputs[2]);
   check_defined(x, "linear", "input");
   check_defined(weight, "linear", "weight");
   MINIDL_CHECK(weight.dim() == 2, "linear", "weight must be 2-D [out_features, in_features], got ", weight.meta_str());

@@ -55,6 +55,7 @@ Tensor reduce_raw(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims
 }  // namespace
 
 Tensor sum(const Tensor& x_in, std::vector<int64_t> dims_in, bool keepdim) {
+  if (auto ac = amp::autocast_op("sum", {x_in})) return sum(ac->inputs[0], dims_in, keepdim);
   check_defined(x_in, "sum", "self");
   Tensor x = x_in.is_floating_point() ? x_in : cast(x_in, DType::I64);
   std::vector<int64_t> dims = normalize_dims(dims_in, x.dim(), "sum");

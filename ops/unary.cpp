@@ -20,6 +20,7 @@ Tensor unary_forward(UnaryOp op, const char* name, const Tensor& x_in, double p0
 }  // namespace ops_detail
 
 Tensor exp(const Tensor& x) {
+  if (auto ac = amp::autocast_op("exp", {x})) return exp(ac->inputs[0]);
   Tensor out = unary_forward(UnaryOp::Exp, "exp", x);
   autograd::record("ExpBackward", {x}, {out}, {autograd::output(out)},
                    [](const TensorList& g, const TensorList& s) { return TensorList{mul(g[0], s[0])}; });
@@ -27,6 +28,7 @@ Tensor exp(const Tensor& x) {
 }
 
 Tensor log(const Tensor& x) {
+  if (auto ac = amp::autocast_op("log", {x})) return log(ac->inputs[0]);
   Tensor out = unary_forward(UnaryOp::Log, "log", x);
   autograd::record("LogBackward", {x}, {out}, {x}, [](const TensorList& g, const TensorList& s) { return TensorList{div(g[0], s[0])}; });
   return out;
@@ -40,6 +42,7 @@ Tensor sqrt(const Tensor& x) {
 }
 
 Tensor rsqrt(const Tensor& x) {
+  if (auto ac = amp::autocast_op("rsqrt", {x})) return rsqrt(ac->inputs[0]);
   Tensor out = unary_forward(UnaryOp::Rsqrt, "rsqrt", x);
   // d/dx x^-1/2 = -1/2 x^-3/2 = -1/2 out^3
   autograd::record("RsqrtBackward", {x}, {out}, {autograd::output(out)}, [](const TensorList& g, const TensorList& s) {

@@ -13,7 +13,12 @@
 namespace minidl::autograd {
 
 namespace {
-BackwardScopeFactory g_scope_factory;
+// A function-local static: set from another file's static initializer, so it must not be
+// re-initialized after that (static initialization order across files is unspecified).
+BackwardScopeFactory& scope_factory() {
+  static BackwardScopeFactory f;
+  return f;
+}
 
 // MINIDL_TRACE_AUTOGRAD=1 prints each node as the engine runs it.
 bool trace_enabled() {
@@ -83,7 +88,7 @@ void run(const TensorList& roots, const TensorList& grad_roots, bool retain_grap
   // As in PyTorch, where retain_graph defaults to create_graph: a graph built by create_graph
   // refers back into this one, so this one must survive.
   retain_graph = retain_graph || create_graph;
-  std::shared_ptr<void> scope = g_scope_factory ? g_scope_factory() : nullptr;
+  std::shared_ptr<void> scope = scope_factory() ? scope_factory()() : nullptr;
   std::unique_ptr<NoGradGuard> no_grad;
   std::unique_ptr<EnableGradGuard> enable_grad;
   if (create_graph) enable_grad = std::make_unique<EnableGradGuard>();
@@ -169,6 +174,6 @@ TensorList grad(const TensorList& outputs, const TensorList& inputs, const Tenso
   return result;
 }
 
-void set_backward_scope_factory(BackwardScopeFactory factory) { g_scope_factory = std::move(factory); }
+void set_backward_scope_factory(BackwardScopeFactory factory) { scope_factory() = std::move(factory); }
 
 }  // namespace minidl::autograd

@@ -170,7 +170,7 @@ std::shared_ptr<FunctionNode> record(const char* op_name, const TensorList& inpu
   node->saved.reserve(saved.size());
   for (auto& s : saved) node->saved.emplace_back(s.tensor, s.is_output);
   node->backward = std::move(backward);
-  if (g_tagger) g_tagger(*node);
+  if (g_tagger) g_tagger(*node, outputs);
   return node;
 }
 

@@ -126,7 +126,7 @@ std::shared_ptr<FunctionNode> record(const char* op_name, const TensorList& inpu
 Edge gradient_edge(const Tensor& t);
 
 // Hook the autocast layer installs to tag every new node with the active precision state.
-using NodeTagger = void (*)(Node& node);
+using NodeTagger = void (*)(Node& node, const TensorList& outputs);
 void set_node_tagger(NodeTagger tagger);
 
 }  // namespace minidl::autograd

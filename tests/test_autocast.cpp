@@ -1,0 +1,212 @@
+// Autocast: scopes, the policy table, the cast cache, tagged nodes, backward with autocast off,
+// and state carried into other threads.
+#include <catch2/catch.hpp>
+#include <thread>
+
+#include "gradcheck.h"
+
+using namespace minidl;
+
+namespace {
+Tensor param(const Shape& s) { return ones(s).requires_grad_(); }
+}  // namespace
+
+TEST_CASE("autocast scope sets, nests and restores the thread's state", "[amp]") {
+  CHECK_FALSE(amp::is_autocast_enabled(DeviceType::CPU));
+  CHECK(amp::get_autocast_dtype(DeviceType::CPU) == DType::BF16);
+  CHECK(amp::get_autocast_dtype(DeviceType::CUDA) == DType::F16);
+  {
+    amp::autocast outer(DeviceType::CPU);
+    CHECK(amp::is_autocast_enabled());
+    CHECK(amp::autocast_nesting() == 1);
+    {
+      amp::autocast inner(DeviceType::CPU, DType::F16);
+      CHECK(amp::get_autocast_dtype() == DType::F16);
+      {
+        amp::autocast off(DeviceType::CPU, std::nullopt, false);
+        CHECK_FALSE(amp::is_autocast_enabled());
+        CHECK(amp::get_autocast_dtype() == DType::F16);  // dtype inherited
+      }
+      CHECK(amp::is_autocast_enabled());
+    }
+    CHECK(amp::get_autocast_dtype() == DType::BF16);
+  }
+  CHECK_FALSE(amp::is_autocast_enabled());
+  CHECK(amp::autocast_nesting() == 0);
+}
+
+TEST_CASE("autocast state is restored when an exception leaves the scope", "[amp]") {
+  try {
+    amp::autocast scope(DeviceType::CPU);
+    throw std::runtime_error("boom");
+  } catch (const std::runtime_error&) {
+  }
+  CHECK_FALSE(amp::is_autocast_enabled());
+}
+
+TEST_CASE("an unsupported autocast dtype disables autocast", "[amp]") {
+  amp::autocast scope(DeviceType::CPU, DType::F64);
+  CHECK_FALSE(amp::is_autocast_enabled());
+}
+
+TEST_CASE("output dtype of ops under each policy (CPU, bf16 and f16)", "[amp]") {
+  for (DType low : {DType::BF16, DType::F16}) {
+    amp::autocast scope(DeviceType::CPU, low);
+    Tensor a = ones({2, 3}), b = ones({3, 4}), w = param({4, 3}), bias = param({4});
+    // LowerPrecision
+    CHECK(mm(a, b).dtype() == low);
+    CHECK(matmul(a, b).dtype() == low);
+    CHECK(linear(a, w, bias).dtype() == low);
+    CHECK(addmm(ones({4}), a, b).dtype() == low);
+    CHECK(bmm(ones({2, 2, 3}), ones({2, 3, 4})).dtype() == low);
+    // None: runs in the input dtype
+    Tensor h = mm(a, b);
+    CHECK(relu(h).dtype() == low);
+    CHECK(add(h, h).dtype() == low);
+    CHECK(exp(a).dtype() == DType::F32);
+    CHECK(sum(h).dtype() == low);
+    // None with promotion: low + f32 -> f32
+    CHECK(add(h, ones({2, 4})).dtype() == DType::F32);
+    // Promote (CPU cat/stack): widest eligible input
+    CHECK(cat({h, ones({2, 4})}, 0).dtype() == DType::F32);
+    CHECK(stack({h, h}, 0).dtype() == low);
+    // f64 and integers are never cast
+    Tensor d = ones({2, 3}, DType::F64);
+    CHECK(mm(d, ones({3, 2}, DType::F64)).dtype() == DType::F64);
+  }
+}
+
+TEST_CASE("autocast applies only to its device type", "[amp]") {
+  amp::autocast scope(DeviceType::CUDA);  // no CPU effect
+  CHECK(mm(ones({2, 2}), ones({2, 2})).dtype() == DType::F32);
+}
+
+TEST_CASE("Promote refuses to mix f16 and bf16", "[amp]") {
+  amp::autocast scope(DeviceType::CPU);
+  CHECK_THROWS_WITH(cat({ones({2}, DType::F16), ones({2}, DType::BF16)}), Catch::Contains("cat") && Catch::Contains("f16"));
+}
+
+TEST_CASE("policy table is overridable per op and printable", "[amp]") {
+  CHECK(amp::policy_for("linear", DeviceType::CPU) == amp::CastPolicy::LowerPrecision);
+  CHECK(amp::policy_for("binary_cross_entropy", DeviceType::CUDA) == amp::CastPolicy::Banned);
+  CHECK(amp::policy_for("softmax", DeviceType::CUDA) == amp::CastPolicy::FP32SetOptDtype);
+  CHECK(amp::policy_for("relu", DeviceType::CPU) == amp::CastPolicy::None);
+  amp::set_policy("mm", DeviceType::CPU, amp::CastPolicy::FP32);
+  {
+    amp::autocast scope(DeviceType::CPU);
+    CHECK(mm(ones({2, 2}, DType::BF16), ones({2, 2}, DType::BF16)).dtype() == DType::F32);
+  }
+  amp::set_policy("exp", DeviceType::CPU, amp::CastPolicy::Banned);
+  {
+    amp::autocast scope(DeviceType::CPU);
+    CHECK_THROWS_WITH(exp(ones({2})), Catch::Contains("exp") && Catch::Contains("unsafe to autocast"));
+  }
+  amp::reset_policy("mm");
+  amp::reset_policy("exp");
+  CHECK(amp::policy_for("mm", DeviceType::CPU) == amp::CastPolicy::LowerPrecision);
+  std::ostringstream os;
+  amp::print_policy(os);
+  CHECK_THAT(os.str(), Catch::Contains("linear") && Catch::Contains("lower_precision") && Catch::Contains("banned"));
+}
+
+TEST_CASE("weight casts are cached once per region and invalidated by version changes", "[amp]") {
+  Tensor w = param({3, 3});
+  Tensor x = ones({2, 3});
+  {
+    amp::autocast scope(DeviceType::CPU);
+    auto before = amp::cast_cache_stats();
+    Tensor y1 = linear(x, w);
+    Tensor y2 = linear(x, w);
+    auto after = amp::cast_cache_stats();
+    CHECK(after.entries == 1);
+    CHECK(after.misses - before.misses == 1);
+    CHECK(after.hits - before.hits == 1);
+    {
+      NoGradGuard ng;
+      w.mul_(2.0);  // version bump: the cached cast is stale
+    }
+    Tensor y3 = linear(x, w);
+    CHECK(amp::cast_cache_stats().misses - before.misses == 2);
+    CHECK(y3.to_vector<float>()[0] == 6.0f);
+  }
+  CHECK(amp::cast_cache_stats().entries == 0);  // cleared at the outermost exit
+}
+
+TEST_CASE("a cast cached under no-grad still carries gradients later in the region", "[amp]") {
+  Tensor w = param({2, 2});
+  Tensor x = ones({1, 2});
+  amp::autocast scope(DeviceType::CPU);
+  {
+    NoGradGuard ng;
+    linear(x, w);
+  }
+  Tensor y = linear(x, w);
+  CHECK(y.requires_grad());
+  cast(y, DType::F32).sum().backward();
+  REQUIRE(w.grad().defined());
+  CHECK(w.grad().dtype() == DType::F32);
+  CHECK(w.grad().to_vector<float>() == std::vector<float>{1, 1, 1, 1});
+}
+
+TEST_CASE("nothing is cached in inference mode", "[amp]") {
+  Tensor w = param({2, 2});
+  amp::autocast scope(DeviceType::CPU);
+  InferenceMode im;
+  linear(ones({1, 2}), w);
+  CHECK(amp::cast_cache_stats().entries == 0);
+}
+
+TEST_CASE("nodes record the precision they ran in; backward runs with autocast off", "[amp]") {
+  Tensor w = param({4, 3}), b = param({4});
+  Tensor x = ones({2, 3});
+  Tensor y;
+  {
+    amp::autocast scope(DeviceType::CPU, DType::BF16, true, std::nullopt, "fc1");
+    y = linear(x, w, b);
+  }
+  auto& tag = y.grad_fn()->amp;
+  CHECK(tag.policy == "lower_precision");
+  CHECK(tag.compute_dtype == DType::BF16);
+  CHECK(tag.autocast_enabled);
+  CHECK(tag.scope == "fc1");
+  bool autocast_seen_in_backward = true;
+  y.register_hook([&](const Tensor& g) {
+    autocast_seen_in_backward = amp::is_autocast_enabled();
+    return Tensor();
+  });
+  {
+    amp::autocast scope(DeviceType::CPU);
+    cast(y, DType::F32).sum().backward();
+  }
+  CHECK_FALSE(autocast_seen_in_backward);
+  CHECK(w.grad().dtype() == DType::F32);
+  CHECK(b.grad().dtype() == DType::F32);
+  CHECK(b.grad().to_vector<float>() == std::vector<float>{2, 2, 2, 2});
+}
+
+TEST_CASE("ops called inside a policy-wrapped op are not re-cast", "[amp]") {
+  // matmul of 3-D by 2-D runs mm internally: one cast per input, not two.
+  amp::autocast scope(DeviceType::CPU, DType::F16);
+  Tensor y = matmul(ones({2, 2, 3}), ones({3, 4}));
+  CHECK(y.dtype() == DType::F16);
+  CHECK(y.to_vector<float>()[0] == 3.0f);
+}
+
+TEST_CASE("autocast state is carried into worker threads", "[amp]") {
+  Tensor a = ones({2, 2});
+  DType seen = DType::F32;
+  {
+    amp::autocast scope(DeviceType::CPU, DType::F16);
+    auto task = amp::propagate_state([&] { seen = mm(a, a).dtype(); });
+    std::thread t(task);
+    t.join();
+  }
+  CHECK(seen == DType::F16);
+  // Without propagation a new thread starts with autocast off.
+  {
+    amp::autocast scope(DeviceType::CPU, DType::F16);
+    std::thread t([&] { seen = mm(a, a).dtype(); });
+    t.join();
+  }
+  CHECK(seen == DType::F32);
+}
