@@ -2,8 +2,10 @@
 #pragma once
 
 #include "amp/autocast.h"
+#include "amp/custom_function.h"
 #include "amp/policy.h"
 #include "framework/autograd/engine.h"
+#include "framework/autograd/function.h"
 #include "framework/autograd/grad_mode.h"
 #include "framework/autograd/node.h"
 #include "framework/device.h"

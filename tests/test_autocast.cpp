@@ -210,3 +210,74 @@ TEST_CASE("autocast state is carried into worker threads", "[amp]") {
   }
   CHECK(seen == DType::F32);
 }
+
+TEST_CASE("custom functions: custom_fwd(cast_inputs) and custom_bwd", "[amp]") {
+  // y = x * x with a hand-written backward; records the dtypes and autocast states it saw.
+  DType fwd_dtype = DType::F64;
+  bool fwd_autocast = true, bwd_autocast = false;
+  auto forward = amp::custom_fwd(
+      [&](autograd::FunctionCtx& ctx, const autograd::TensorList& in) {
+        fwd_dtype = in[0].dtype();
+        fwd_autocast = amp::is_autocast_enabled();
+        ctx.save_for_backward({in[0]});
+        return autograd::TensorList{mul(in[0], in[0])};
+      },
+      DType::F16);
+  auto backward = amp::custom_bwd([&](autograd::FunctionCtx& ctx, const autograd::TensorList& g) {
+    bwd_autocast = amp::is_autocast_enabled();
+    return autograd::TensorList{mul(mul(g[0], ctx.saved_tensors()[0]), 2.0)};
+  });
+  Tensor x = from_vector<float>({1.5f, -2.0f}).requires_grad_();
+  Tensor y;
+  {
+    amp::autocast scope(DeviceType::CPU);
+    y = autograd::apply_function("Square", {x}, forward, backward)[0];
+  }
+  CHECK(fwd_dtype == DType::F16);
+  CHECK_FALSE(fwd_autocast);  // cast_inputs runs the forward with autocast off
+  CHECK(y.dtype() == DType::F16);
+  CHECK(y.grad_fn()->name() == "Square");
+  cast(y, DType::F32).sum().backward();
+  CHECK_FALSE(bwd_autocast);
+  CHECK(x.grad().dtype() == DType::F32);
+  CHECK(x.grad().to_vector<float>() == std::vector<float>{3.0f, -4.0f});
+}
+
+TEST_CASE("custom_bwd runs backward under the forward's autocast state", "[amp]") {
+  bool bwd_autocast = false;
+  auto forward = amp::custom_fwd([](autograd::FunctionCtx&, const autograd::TensorList& in) {
+    return autograd::TensorList{mul(in[0], 3.0)};
+  });
+  auto backward = amp::custom_bwd([&](autograd::FunctionCtx&, const autograd::TensorList& g) {
+    bwd_autocast = amp::is_autocast_enabled();
+    return autograd::TensorList{mul(g[0], 3.0)};
+  });
+  Tensor x = ones({2}).requires_grad_();
+  Tensor y;
+  {
+    amp::autocast scope(DeviceType::CPU);
+    y = autograd::apply_function("Triple", {x}, forward, backward)[0];
+  }
+  y.sum().backward();
+  CHECK(bwd_autocast);
+  CHECK(x.grad().to_vector<float>() == std::vector<float>{3, 3});
+}
+
+TEST_CASE("bytes saved for backward are counted and released", "[amp]") {
+  Tensor w = param({64, 64});
+  Tensor x = ones({32, 64});
+  const size_t before = autograd::saved_tensor_bytes();
+  Tensor y32 = relu(linear(x, w));
+  const size_t f32_bytes = autograd::saved_tensor_bytes() - before;
+  Tensor y16;
+  {
+    amp::autocast scope(DeviceType::CPU);
+    y16 = relu(linear(x, w));
+  }
+  const size_t bf16_bytes = autograd::saved_tensor_bytes() - before - f32_bytes;
+  CHECK(f32_bytes == 32 * 64 * 4 + 32 * 64 * 4);  // x, relu output (w is a parameter)
+  CHECK(bf16_bytes == 32 * 64 * 2 + 32 * 64 * 2);  // x cast, relu output (w is not needed: x needs no grad)
+  y32 = Tensor();
+  y16 = Tensor();
+  CHECK(autograd::saved_tensor_bytes() == before);
+}

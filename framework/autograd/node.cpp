@@ -43,13 +43,47 @@ Node::~Node() {
   drain_pending();
 }
 
+static std::atomic<size_t> g_saved_bytes{0};
+static std::atomic<size_t> g_peak_saved_bytes{0};
+
 SavedTensor::SavedTensor(const Tensor& t, bool is_output) : is_output_(is_output) {
   if (!t.defined()) return;
   version_ = t.version();
   output_nr_ = t.impl()->output_nr;
   requires_grad_ = t.requires_grad();
   data_ = is_output ? t.detach() : t;
+  if (!(t.is_leaf() && t.requires_grad())) {
+    counted_bytes_ = t.nbytes();
+    size_t now = g_saved_bytes.fetch_add(counted_bytes_, std::memory_order_relaxed) + counted_bytes_;
+    size_t peak = g_peak_saved_bytes.load(std::memory_order_relaxed);
+    while (now > peak && !g_peak_saved_bytes.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    }
+  }
 }
+
+SavedTensor::SavedTensor(SavedTensor&& o) noexcept
+    : data_(std::move(o.data_)),
+      version_(o.version_),
+      output_nr_(o.output_nr_),
+      is_output_(o.is_output_),
+      requires_grad_(o.requires_grad_),
+      released_(o.released_),
+      counted_bytes_(o.counted_bytes_) {
+  o.counted_bytes_ = 0;
+}
+
+SavedTensor::~SavedTensor() { g_saved_bytes.fetch_sub(counted_bytes_, std::memory_order_relaxed); }
+
+void SavedTensor::release() {
+  data_ = Tensor();
+  released_ = true;
+  g_saved_bytes.fetch_sub(counted_bytes_, std::memory_order_relaxed);
+  counted_bytes_ = 0;
+}
+
+size_t saved_tensor_bytes() { return g_saved_bytes.load(std::memory_order_relaxed); }
+size_t peak_saved_tensor_bytes() { return g_peak_saved_bytes.load(std::memory_order_relaxed); }
+void reset_peak_saved_tensor_bytes() { g_peak_saved_bytes.store(g_saved_bytes.load()); }
 
 Tensor SavedTensor::unpack(const std::shared_ptr<Node>& owner, const std::string& owner_name) const {
   if (released_)

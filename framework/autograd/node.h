@@ -68,8 +68,12 @@ class SavedTensor {
  public:
   SavedTensor() = default;
   SavedTensor(const Tensor& t, bool is_output);
+  ~SavedTensor();
+  SavedTensor(SavedTensor&& o) noexcept;
+  SavedTensor& operator=(SavedTensor&&) = delete;
+  SavedTensor(const SavedTensor&) = delete;
   Tensor unpack(const std::shared_ptr<Node>& owner, const std::string& owner_name) const;
-  void release() { data_ = Tensor(); released_ = true; }
+  void release();
   const Tensor& peek() const { return data_; }  // no checks; for reports
   std::shared_ptr<Node> steal_grad_fn();       // for iterative graph destruction
 
@@ -80,7 +84,14 @@ class SavedTensor {
   bool is_output_ = false;
   bool requires_grad_ = false;
   bool released_ = false;
+  size_t counted_bytes_ = 0;  // contribution to saved_tensor_bytes()
 };
+
+// Bytes currently held by saved tensors across all graphs (parameters excluded: the model owns
+// them anyway), and the peak since the last reset. Measures activation memory for backward.
+size_t saved_tensor_bytes();
+size_t peak_saved_tensor_bytes();
+void reset_peak_saved_tensor_bytes();
 
 // What an op hands to record() as a value to save.
 struct Saved {
