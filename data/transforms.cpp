@@ -1,0 +1,162 @@
+// Batch transforms on raw f32 buffers: one pass per batch, a row memcpy where the data only moves.
+#include "data/transforms.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "framework/error.h"
+
+namespace minidl::data {
+
+namespace {
+constexpr uint64_t kCropSalt = 0x63726f70ull;  // "crop"
+constexpr uint64_t kFlipSalt = 0x666c6970ull;  // "flip"
+
+// Checks the batch and returns it contiguous.
+Tensor prepare(const Tensor& batch, const char* who, int64_t min_dim, int64_t max_dim) {
+  MINIDL_CHECK(batch.defined(), who, "batch is undefined");
+  MINIDL_CHECK(batch.dtype() == DType::F32 && batch.device().is_cpu(), who,
+               "expected an f32 CPU batch, got ", batch.meta_str());
+  MINIDL_CHECK(batch.dim() >= min_dim && batch.dim() <= max_dim, who, "expected a batch with ", min_dim,
+               max_dim > min_dim ? " to " + std::to_string(max_dim) : std::string(), " dims ([B, C, H, W] or [B, H, W]), got ",
+               batch.meta_str());
+  return batch.contiguous();
+}
+}  // namespace
+
+// ---- Normalize
+
+Normalize::Normalize(std::vector<float> mean, std::vector<float> std) : mean_(std::move(mean)), std_(std::move(std)) {
+  MINIDL_CHECK(!mean_.empty() && mean_.size() == std_.size(), "Normalize",
+               "mean and std must be non-empty and of equal length, got ", mean_.size(), " and ", std_.size());
+  for (float s : std_) MINIDL_CHECK(s > 0.0f, "Normalize", "std must be > 0, got ", s);
+}
+
+Tensor Normalize::apply(Tensor batch, const TransformContext&) const {
+  Tensor x = prepare(batch, "Normalize", 2, 16);
+  const int64_t b = x.size(0), c = x.size(1);
+  MINIDL_CHECK(mean_.size() == 1 || static_cast<int64_t>(mean_.size()) == c, "Normalize", "has ",
+               mean_.size(), " means but the batch has ", c, " channels (dim 1 of ", x.meta_str(), ")");
+  const int64_t plane = (b * c) == 0 ? 0 : x.numel() / (b * c);
+  float* p = x.data_ptr<float>();
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const float m = mean_.size() == 1 ? mean_[0] : mean_[ch];
+      const float s = std_.size() == 1 ? std_[0] : std_[ch];
+      float* q = p + (i * c + ch) * plane;
+      for (int64_t k = 0; k < plane; ++k) q[k] = (q[k] - m) / s;
+    }
+  x.bump_version();
+  return x;
+}
+
+std::string Normalize::repr() const {
+  std::ostringstream os;
+  os << "Normalize(mean=[";
+  for (size_t i = 0; i < mean_.size(); ++i) os << (i ? ", " : "") << mean_[i];
+  os << "], std=[";
+  for (size_t i = 0; i < std_.size(); ++i) os << (i ? ", " : "") << std_[i];
+  os << "])";
+  return os.str();
+}
+
+// ---- RandomCrop
+
+RandomCrop::RandomCrop(int64_t size, int64_t padding) : size_(size), padding_(padding) {
+  MINIDL_CHECK(size > 0 && padding >= 0, "RandomCrop", "needs size > 0 and padding >= 0, got size ", size,
+               " and padding ", padding);
+}
+
+Tensor RandomCrop::apply(Tensor batch, const TransformContext& ctx) const {
+  Tensor x = prepare(batch, "RandomCrop", 3, 4);
+  const int64_t b = x.size(0), c = x.dim() == 4 ? x.size(1) : 1;
+  const int64_t h = x.size(x.dim() - 2), w = x.size(x.dim() - 1);
+  const int64_t ph = h + 2 * padding_, pw = w + 2 * padding_;
+  MINIDL_CHECK(size_ <= ph && size_ <= pw, "RandomCrop", "crop size ", size_, " is larger than the padded image ",
+               ph, "x", pw, " (", x.meta_str(), ", padding ", padding_, ")");
+  Shape out_shape = x.shape();
+  out_shape[x.dim() - 2] = size_;
+  out_shape[x.dim() - 1] = size_;
+  Tensor out = empty(out_shape, DType::F32);
+  const float* src = x.data_ptr<float>();
+  float* dst = out.data_ptr<float>();
+  for (int64_t i = 0; i < b; ++i) {
+    DataRng rng = ctx.rng(i, kCropSalt);
+    const int64_t oy = static_cast<int64_t>(rng.below(static_cast<uint64_t>(ph - size_ + 1)));
+    const int64_t ox = static_cast<int64_t>(rng.below(static_cast<uint64_t>(pw - size_ + 1)));
+    // Output column j reads source column ox + j - padding: valid for j in [j0, j1).
+    const int64_t j0 = std::clamp<int64_t>(padding_ - ox, 0, size_);
+    const int64_t j1 = std::clamp<int64_t>(w + padding_ - ox, j0, size_);
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const float* s = src + (i * c + ch) * h * w;
+      float* d = dst + (i * c + ch) * size_ * size_;
+      for (int64_t r = 0; r < size_; ++r, d += size_) {
+        const int64_t sy = oy + r - padding_;
+        if (sy < 0 || sy >= h) {
+          std::fill(d, d + size_, 0.0f);
+          continue;
+        }
+        std::fill(d, d + j0, 0.0f);
+        std::memcpy(d + j0, s + sy * w + (ox + j0 - padding_), sizeof(float) * (j1 - j0));
+        std::fill(d + j1, d + size_, 0.0f);
+      }
+    }
+  }
+  return out;
+}
+
+std::string RandomCrop::repr() const {
+  return "RandomCrop(size=" + std::to_string(size_) + ", padding=" + std::to_string(padding_) + ")";
+}
+
+// ---- RandomHorizontalFlip
+
+RandomHorizontalFlip::RandomHorizontalFlip(double p) : p_(p) {
+  MINIDL_CHECK(p >= 0.0 && p <= 1.0, "RandomHorizontalFlip", "p must be in [0, 1], got ", p);
+}
+
+Tensor RandomHorizontalFlip::apply(Tensor batch, const TransformContext& ctx) const {
+  Tensor x = prepare(batch, "RandomHorizontalFlip", 2, 16);
+  const int64_t b = x.size(0);
+  const int64_t w = x.dim() >= 3 ? x.size(x.dim() - 1) : x.size(1);
+  const int64_t rows_per_sample = (b == 0 || w == 0) ? 0 : x.numel() / (b * w);
+  float* p = x.data_ptr<float>();
+  for (int64_t i = 0; i < b; ++i) {
+    if (!(ctx.rng(i, kFlipSalt).uniform() < p_)) continue;
+    float* row = p + i * rows_per_sample * w;
+    for (int64_t r = 0; r < rows_per_sample; ++r, row += w) std::reverse(row, row + w);
+  }
+  x.bump_version();
+  return x;
+}
+
+std::string RandomHorizontalFlip::repr() const {
+  std::ostringstream os;
+  os << "RandomHorizontalFlip(p=" << p_ << ")";
+  return os.str();
+}
+
+// ---- Compose
+
+Compose::Compose(std::vector<std::shared_ptr<Transform>> transforms) : transforms_(std::move(transforms)) {
+  for (size_t i = 0; i < transforms_.size(); ++i)
+    MINIDL_CHECK(transforms_[i] != nullptr, "Compose", "transform ", i, " is null");
+}
+
+Tensor Compose::apply(Tensor batch, const TransformContext& ctx) const {
+  for (size_t i = 0; i < transforms_.size(); ++i) {
+    TransformContext sub = ctx;
+    sub.stream = mix_key(ctx.stream, i + 1);
+    batch = transforms_[i]->apply(std::move(batch), sub);
+  }
+  return batch;
+}
+
+std::string Compose::repr() const {
+  std::string s = "Compose(";
+  for (size_t i = 0; i < transforms_.size(); ++i) s += (i ? ", " : "") + transforms_[i]->repr();
+  return s + ")";
+}
+
+}  // namespace minidl::data

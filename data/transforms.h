@@ -1,0 +1,84 @@
+// Batch transforms (torchvision.transforms on whole batches): Normalize, RandomCrop,
+// RandomHorizontalFlip and Compose. They work on the contiguous f32 buffer of a batch [B, C, H, W]
+// directly. Random choices for a sample depend only on (seed, epoch, the sample's dataset index, the
+// transform's place in a Compose), never on batch composition or thread count.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/rng.h"
+#include "framework/tensor.h"
+
+namespace minidl::data {
+
+// What a transform may draw its random numbers from. The DataLoader fills it for each batch.
+struct TransformContext {
+  uint64_t seed = 0;
+  int64_t epoch = 0;
+  const std::vector<int64_t>* indices = nullptr;  // dataset index of each row (null: the row number)
+  uint64_t stream = 0;                            // set by Compose: one stream per member
+
+  int64_t index(int64_t row) const { return indices ? (*indices)[row] : row; }
+  // The generator for one row, `salt` distinguishing kinds of transform.
+  DataRng rng(int64_t row, uint64_t salt) const {
+    return DataRng(mix_key(seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(index(row)), salt ^ stream));
+  }
+};
+
+class Transform {
+ public:
+  virtual ~Transform() = default;
+  // Requires an f32 CPU batch whose first dim is the sample dim. May modify `batch` in place and
+  // return it, or return a new tensor (when the shape changes).
+  virtual Tensor apply(Tensor batch, const TransformContext& ctx) const = 0;
+  virtual std::string repr() const = 0;  // "RandomCrop(size=32, padding=4)"
+};
+
+// x[:, c] = (x[:, c] - mean[c]) / std[c]; mean and std have one value (all channels) or one per
+// channel (dim 1 of the batch). In place.
+class Normalize : public Transform {
+ public:
+  Normalize(std::vector<float> mean, std::vector<float> std);
+  Tensor apply(Tensor batch, const TransformContext& ctx) const override;
+  std::string repr() const override;
+
+ private:
+  std::vector<float> mean_, std_;
+};
+
+// Pads each image [C, H, W] (or [H, W]) with `padding` zeros on every side, then cuts a size x size
+// window at a random offset (uniform over all positions). Returns a new [B, C, size, size] tensor.
+class RandomCrop : public Transform {
+ public:
+  explicit RandomCrop(int64_t size, int64_t padding = 0);
+  Tensor apply(Tensor batch, const TransformContext& ctx) const override;
+  std::string repr() const override;
+
+ private:
+  int64_t size_, padding_;
+};
+
+// Mirrors each image left-right with probability p. In place.
+class RandomHorizontalFlip : public Transform {
+ public:
+  explicit RandomHorizontalFlip(double p = 0.5);
+  Tensor apply(Tensor batch, const TransformContext& ctx) const override;
+  std::string repr() const override;
+
+ private:
+  double p_;
+};
+
+// Applies its members in order, each with its own random stream.
+class Compose : public Transform {
+ public:
+  explicit Compose(std::vector<std::shared_ptr<Transform>> transforms);
+  Tensor apply(Tensor batch, const TransformContext& ctx) const override;
+  std::string repr() const override;  // "Compose(RandomCrop(...), RandomHorizontalFlip(p=0.5))"
+
+ private:
+  std::vector<std::shared_ptr<Transform>> transforms_;
+};
+
+}  // namespace minidl::data
