@@ -9,7 +9,8 @@ std::string Device::str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_st
 Device Device::parse(const std::string& s) {
   if (s == "cpu") return cpu();
   if (s == "cuda") return cuda(0);
-  if (s.rfind("cuda:", 0) == 0 && s.size() > 5 && s.find_first_not_of("0123456789", 5) == std::string::npos)
+  // At most 9 digits: the index always fits an int (std::stoi would throw std::out_of_range).
+  if (s.rfind("cuda:", 0) == 0 && s.size() > 5 && s.size() <= 14 && s.find_first_not_of("0123456789", 5) == std::string::npos)
     return cuda(std::stoi(s.substr(5)));
   MINIDL_FAIL("Device::parse", "unknown device '", s, "' (expected cpu, cuda or cuda:N)");
 }

@@ -10,6 +10,7 @@
 #include "framework/autograd/node.h"
 #include "framework/error.h"
 #include "framework/half.h"
+#include "ops/kernels.h"
 #include "ops/ops.h"
 
 namespace minidl {
@@ -132,6 +133,9 @@ Tensor Tensor::mean() const { return minidl::mean(*this); }
 
 Tensor empty(const Shape& shape, TensorOptions opts) {
   for (int64_t s : shape) MINIDL_CHECK(s >= 0, "empty", "negative dimension in shape ", shape_str(shape));
+  // A backend installs its device allocator when its kernels register: make sure that happened
+  // before the first allocation on a non-CPU device (else "no allocator" even with a GPU).
+  if (!opts.device_.is_cpu()) (void)kernels::registry();
   auto i = std::make_shared<TensorImpl>();
   i->storage = std::make_shared<Storage>(static_cast<size_t>(numel_of(shape)) * element_size(opts.dtype_), opts.device_);
   i->sizes = shape;
@@ -218,10 +222,11 @@ Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset)
 
 namespace {
 void print_rec(std::ostream& os, const std::vector<double>& v, const Shape& shape, size_t dim, int64_t& pos,
-               bool is_float, int indent) {
+               bool is_float, bool is_bool, int indent) {
   if (dim == shape.size()) {
     double x = v[pos++];
     if (is_float) os << std::setprecision(4) << x;
+    else if (is_bool) os << (x != 0 ? "true" : "false");
     else os << static_cast<int64_t>(x);
     return;
   }
@@ -237,7 +242,7 @@ void print_rec(std::ostream& os, const std::vector<double>& v, const Shape& shap
       pos += (n - 6) * inner;
       k = n - 3;
     }
-    print_rec(os, v, shape, dim + 1, pos, is_float, indent + 1);
+    print_rec(os, v, shape, dim + 1, pos, is_float, is_bool, indent + 1);
     if (k + 1 < n) {
       os << ',';
       if (dim + 1 < shape.size()) os << '\n' << std::string(indent + 8, ' ');
@@ -248,24 +253,22 @@ void print_rec(std::ostream& os, const std::vector<double>& v, const Shape& shap
 }
 }  // namespace
 
-std::ostream& operator<<(std::ostream& os, const Tensor& t) {
-  if (!t.defined()) return os << "tensor(undefined)";
+std::string to_string(const Tensor& t) {
+  if (!t.defined()) return "tensor(undefined)";
   std::vector<double> v = t.to_vector<double>();
+  std::ostringstream os;  // a private stream: the caller's formatting state is left alone
   os << "tensor(";
   int64_t pos = 0;
-  print_rec(os, v, t.shape(), 0, pos, t.is_floating_point(), 0);
+  print_rec(os, v, t.shape(), 0, pos, t.is_floating_point(), t.dtype() == DType::Bool, 0);
   os << ", dtype=" << dtype_name(t.dtype());
-  if (t.dim() != 1 || t.numel() > 8) os << ", shape=" << shape_str(t.shape());
+  if (t.dim() > 1 || t.numel() > 8) os << ", shape=" << shape_str(t.shape());
   if (!t.device().is_cpu()) os << ", device=" << t.device().str();
   if (t.grad_fn()) os << ", grad_fn=<" << t.grad_fn()->name() << '>';
   else if (t.requires_grad()) os << ", requires_grad=true";
-  return os << ')';
-}
-
-std::string to_string(const Tensor& t) {
-  std::ostringstream os;
-  os << t;
+  os << ')';
   return os.str();
 }
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << to_string(t); }
 
 }  // namespace minidl

@@ -1,5 +1,7 @@
 // Casts between dtypes. Differentiable between floating dtypes: the gradient is cast back to the
 // source dtype, which is how fp32 parameters receive fp32 gradients from low-precision compute.
+#include <cmath>
+
 #include "ops/common.h"
 
 namespace minidl {
@@ -24,7 +26,10 @@ DType result_type(const Tensor& a, const Tensor& b) {
 
 DType result_type(const Tensor& a, double scalar) {
   if (is_floating(a.dtype())) return a.dtype();
-  if (scalar != static_cast<double>(static_cast<int64_t>(scalar))) return DType::F32;
+  // A scalar counts as an integer when it is one and fits in i64 (converting NaN, inf or 1e30 to
+  // int64_t would be undefined behaviour); anything else is a float scalar and lifts to f32.
+  const bool integral = std::isfinite(scalar) && std::trunc(scalar) == scalar && std::abs(scalar) < 9.2e18;
+  if (!integral) return DType::F32;
   return a.dtype() == DType::Bool ? DType::I64 : a.dtype();
 }
 }  // namespace ops_detail

@@ -145,9 +145,13 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
 
 Tensor Tensor::unsqueeze(int64_t d) const {
   d = wrap_dim(d, dim() + 1, "unsqueeze");
-  Shape s = shape();
+  // Always a view (also of non-contiguous tensors), with PyTorch's stride for the new dim.
+  Shape s = shape(), st = strides();
+  const int64_t new_stride = d >= dim() ? 1 : s[d] * st[d];
   s.insert(s.begin() + d, 1);
-  return reshape(s);
+  st.insert(st.begin() + d, new_stride);
+  return as_view(*this, s, st, offset(), "UnsqueezeBackward",
+                 [d](const TensorList& g, const TensorList&) { return TensorList{g[0].squeeze(d)}; });
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
@@ -163,9 +167,16 @@ Tensor Tensor::squeeze(int64_t d) const {
 }
 
 Tensor Tensor::squeeze() const {
-  Shape s;
-  for (int64_t v : shape()) if (v != 1) s.push_back(v);
-  return reshape(s);
+  // A view that drops every size-1 dim (their strides do not matter).
+  Shape s, st;
+  for (int64_t d = 0; d < dim(); ++d)
+    if (shape()[d] != 1) {
+      s.push_back(shape()[d]);
+      st.push_back(strides()[d]);
+    }
+  Shape in_shape = shape();
+  return as_view(*this, s, st, offset(), "SqueezeBackward",
+                 [in_shape](const TensorList& g, const TensorList&) { return TensorList{g[0].reshape(in_shape)}; });
 }
 
 Tensor Tensor::expand(const Shape& shape_in) const {
@@ -262,6 +273,8 @@ const Tensor& Tensor::mul_(const Tensor& other) const {
   check_same_device("mul_", *this, other);
   MINIDL_CHECK(is_contiguous(), "mul_", "in-place multiply needs a contiguous destination, got a strided view");
   Tensor o = other.dtype() == dtype() ? other : cast(other.detach(), dtype());
+  MINIDL_CHECK(broadcast_shapes(shape(), o.shape(), "mul_") == shape(), "mul_", "other ", shape_str(o.shape()),
+               " does not broadcast to ", shape_str(shape()));
   K().binary.get(device(), dtype())(kernels::BinaryOp::Mul, *this, *this, o.detach(), 0.0, 1.0);
   bump_version();
   return *this;

@@ -21,10 +21,6 @@ std::vector<Tensor> make_inputs(const GradCase& c, uint64_t seed) {
   return inputs;
 }
 
-namespace {
-bool is_diff(const std::vector<bool>& d, size_t i) { return d.empty() || d[i]; }
-
-// A fixed random projection turns any output into a scalar whose gradient covers every element.
 Tensor project(const Tensor& y, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(0.5, 1.5);
@@ -32,6 +28,9 @@ Tensor project(const Tensor& y, uint64_t seed) {
   for (double& x : w) x = u(rng);
   return sum(mul(y, from_vector(w, y.shape())));
 }
+
+namespace {
+bool is_diff(const std::vector<bool>& d, size_t i) { return d.empty() || d[i]; }
 
 double scalar_of(const TensorFn& fn, const std::vector<Tensor>& inputs) {
   NoGradGuard ng;
@@ -56,6 +55,11 @@ Tensor numeric_grad(const std::function<double()>& f, const Tensor& x, double ep
 }
 
 std::string compare(const std::string& what, size_t i, const Tensor& analytic, const Tensor& numeric, double tol) {
+  if (analytic.shape() != numeric.shape() || analytic.dtype() != numeric.dtype()) {
+    std::ostringstream os;
+    os << what << ": input " << i << ": gradient is " << analytic.meta_str() << ", expected " << numeric.meta_str();
+    return os.str();
+  }
   std::vector<double> a = analytic.to_vector<double>(), n = numeric.to_vector<double>();
   for (size_t k = 0; k < a.size(); ++k) {
     const double err = std::abs(a[k] - n[k]) / std::max(1.0, std::abs(n[k]));

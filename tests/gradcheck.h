@@ -38,4 +38,8 @@ std::string run_case(const GradCase& c);
 // Max |a - b| over all elements (both converted to f64).
 double max_abs_diff(const Tensor& a, const Tensor& b);
 
+// sum(y * w) with w a fixed random tensor in [0.5, 1.5) drawn from `seed`: turns any output into a
+// scalar whose gradient reaches every element with a distinct weight (the harness's loss).
+Tensor project(const Tensor& y, uint64_t seed = 99);
+
 }  // namespace minidl::testing

@@ -1,0 +1,380 @@
+// Gradient checks for every differentiable op: ONE table of cases (op, input shapes, input range
+// clear of kinks, finite-difference eps, tolerance, second-order flag), run by one harness in f64
+// against central differences (tests/gradcheck.h). Every case also checks the .grad contract of
+// backward(): fresh memory is poisoned, a NaN .grad reset to none is overwritten, a sentinel .grad
+// is accumulated onto in place, and no two leaves share a gradient buffer.
+//
+// Adding an op = one line in kCases below. Fields, in order (designated initializers):
+//   .name, .shapes, .fn, .lo/.hi (input range), .eps, .tol, .second_order, .differentiable
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <set>
+
+#include "gradcheck.h"
+
+using namespace minidl;
+using testing::GradCase;
+using TL = std::vector<Tensor>;
+
+namespace {
+
+// Squares its input: composed after linear ops (views, joins, reductions), it makes their
+// backward functions part of the first derivative, so the second-order check differentiates them.
+Tensor sq(const Tensor& t) { return mul(t, t); }
+
+// A fixed non-differentiable condition for where(): a bool tensor from the sign of an input.
+Tensor positive(const Tensor& t) { return gt(t, 0.0); }
+
+// clang-format off
+const std::vector<GradCase> kCases = {
+  // ---- element-wise binary, tensor forms with broadcasting
+  {.name = "add", .shapes = {{2, 3}, {2, 3}}, .fn = [](const TL& x) { return sq(add(x[0], x[1])); }},
+  {.name = "add alpha", .shapes = {{2, 3}, {2, 3}}, .fn = [](const TL& x) { return add(x[0], x[1], -2.5); }},
+  {.name = "add {3,1}x{1,4}", .shapes = {{3, 1}, {1, 4}}, .fn = [](const TL& x) { return sq(add(x[0], x[1])); }},
+  {.name = "add {2,3}x{3}", .shapes = {{2, 3}, {3}}, .fn = [](const TL& x) { return sq(add(x[0], x[1])); }},
+  {.name = "add {2,3}x{}", .shapes = {{2, 3}, {}}, .fn = [](const TL& x) { return sq(add(x[0], x[1])); }},
+  {.name = "add {4}x{2,3,1}", .shapes = {{4}, {2, 3, 1}}, .fn = [](const TL& x) { return sq(add(x[0], x[1])); }},
+  {.name = "sub", .shapes = {{2, 3}, {2, 3}}, .fn = [](const TL& x) { return sq(sub(x[0], x[1])); }},
+  {.name = "sub alpha {3,1}x{1,4}", .shapes = {{3, 1}, {1, 4}}, .fn = [](const TL& x) { return sq(sub(x[0], x[1], 0.5)); }},
+  {.name = "sub {2,3}x{3}", .shapes = {{2, 3}, {3}}, .fn = [](const TL& x) { return sq(sub(x[0], x[1])); }},
+  {.name = "mul", .shapes = {{2, 3}, {2, 3}}, .fn = [](const TL& x) { return mul(x[0], x[1]); }},
+  {.name = "mul {3,1}x{1,4}", .shapes = {{3, 1}, {1, 4}}, .fn = [](const TL& x) { return mul(x[0], x[1]); }},
+  {.name = "mul {2,3}x{3}", .shapes = {{2, 3}, {3}}, .fn = [](const TL& x) { return mul(x[0], x[1]); }},
+  {.name = "mul self", .shapes = {{5}}, .fn = [](const TL& x) { return mul(x[0], x[0]); }},
+  {.name = "mul one input constant", .shapes = {{2, 3}, {2, 3}}, .fn = [](const TL& x) { return mul(x[0], x[1]); },
+   .differentiable = {true, false}},
+  {.name = "div", .shapes = {{2, 3}, {2, 3}}, .fn = [](const TL& x) { return div(x[0], x[1]); }, .lo = 0.5, .hi = 2.0},
+  {.name = "div {3,1}x{1,4}", .shapes = {{3, 1}, {1, 4}}, .fn = [](const TL& x) { return div(x[0], x[1]); }, .lo = 0.5, .hi = 2.0},
+  {.name = "div {2,3}x{3}", .shapes = {{2, 3}, {3}}, .fn = [](const TL& x) { return div(x[0], x[1]); }, .lo = 0.5, .hi = 2.0},
+  {.name = "div numerator constant", .shapes = {{2, 3}, {2, 3}}, .fn = [](const TL& x) { return div(x[0], x[1]); },
+   .lo = 0.5, .hi = 2.0, .differentiable = {false, true}},
+  {.name = "pow", .shapes = {{2, 3}, {2, 3}}, .fn = [](const TL& x) { return pow(x[0], x[1]); }, .lo = 0.5, .hi = 2.0},
+  {.name = "pow {3,1}x{1,4}", .shapes = {{3, 1}, {1, 4}}, .fn = [](const TL& x) { return pow(x[0], x[1]); }, .lo = 0.5, .hi = 2.0},
+  {.name = "pow {2,3}x{3}", .shapes = {{2, 3}, {3}}, .fn = [](const TL& x) { return pow(x[0], x[1]); }, .lo = 0.5, .hi = 2.0},
+  {.name = "maximum", .shapes = {{2, 3}, {2, 3}}, .fn = [](const TL& x) { return sq(maximum(x[0], x[1])); }},
+  {.name = "maximum {3,1}x{1,4}", .shapes = {{3, 1}, {1, 4}}, .fn = [](const TL& x) { return sq(maximum(x[0], x[1])); }},
+  {.name = "minimum", .shapes = {{2, 3}, {2, 3}}, .fn = [](const TL& x) { return sq(minimum(x[0], x[1])); }},
+  {.name = "minimum {2,3}x{3}", .shapes = {{2, 3}, {3}}, .fn = [](const TL& x) { return sq(minimum(x[0], x[1])); }},
+  // ---- scalar forms and negation
+  {.name = "add scalar", .shapes = {{2, 3}}, .fn = [](const TL& x) { return sq(add(x[0], 1.5)); }},
+  {.name = "sub scalar", .shapes = {{2, 3}}, .fn = [](const TL& x) { return sq(sub(x[0], 1.5)); }},
+  {.name = "rsub scalar", .shapes = {{2, 3}}, .fn = [](const TL& x) { return sq(rsub(x[0], 1.5)); }},
+  {.name = "mul scalar", .shapes = {{2, 3}}, .fn = [](const TL& x) { return sq(mul(x[0], -3.0)); }},
+  {.name = "div scalar", .shapes = {{2, 3}}, .fn = [](const TL& x) { return sq(div(x[0], 4.0)); }},
+  {.name = "pow scalar 3", .shapes = {{2, 3}}, .fn = [](const TL& x) { return pow(x[0], 3.0); }},
+  {.name = "pow scalar 2", .shapes = {{2, 3}}, .fn = [](const TL& x) { return pow(x[0], 2.0); }},
+  {.name = "pow scalar 0.5", .shapes = {{2, 3}}, .fn = [](const TL& x) { return pow(x[0], 0.5); }, .lo = 0.5, .hi = 2.0},
+  {.name = "pow scalar -1.5", .shapes = {{2, 3}}, .fn = [](const TL& x) { return pow(x[0], -1.5); }, .lo = 0.5, .hi = 2.0},
+  {.name = "pow scalar 0", .shapes = {{2, 3}}, .fn = [](const TL& x) { return mul(pow(x[0], 0.0), x[0]); }},
+  {.name = "neg", .shapes = {{2, 3}}, .fn = [](const TL& x) { return sq(neg(x[0])); }},
+  {.name = "operators", .shapes = {{2, 3}, {3}}, .fn = [](const TL& x) { return (2.0 - x[0]) * x[1] / 3.0 + (x[0] - x[1]) * 0.5 - -x[1]; }},
+  // ---- selection
+  {.name = "where", .shapes = {{2, 3}, {2, 3}, {2, 3}}, .fn = [](const TL& x) { return sq(where(positive(x[2]), x[0], x[1])); },
+   .differentiable = {true, true, false}},
+  {.name = "where broadcast", .shapes = {{3, 1}, {1, 4}, {3, 4}}, .fn = [](const TL& x) { return sq(where(positive(x[2]), x[0], x[1])); },
+   .differentiable = {true, true, false}},
+  {.name = "where cond broadcast", .shapes = {{2, 3}, {2, 3}, {3}}, .fn = [](const TL& x) { return sq(where(positive(x[2]), x[0], x[1])); },
+   .differentiable = {true, true, false}},
+  {.name = "clamp both", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(clamp(x[0], -0.5, 0.7)); }},
+  {.name = "clamp min", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(clamp(x[0], -0.5, std::nullopt)); }},
+  {.name = "clamp max", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(clamp(x[0], std::nullopt, 0.7)); }},
+  // ---- element-wise unary
+  {.name = "exp", .shapes = {{2, 3}}, .fn = [](const TL& x) { return exp(x[0]); }},
+  {.name = "log", .shapes = {{2, 3}}, .fn = [](const TL& x) { return log(x[0]); }, .lo = 0.2, .hi = 2.0},
+  {.name = "sqrt", .shapes = {{2, 3}}, .fn = [](const TL& x) { return sqrt(x[0]); }, .lo = 0.2, .hi = 2.0},
+  {.name = "rsqrt", .shapes = {{2, 3}}, .fn = [](const TL& x) { return rsqrt(x[0]); }, .lo = 0.3, .hi = 2.0},
+  {.name = "abs", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(abs(x[0])); }},
+  {.name = "abs times x", .shapes = {{3, 4}}, .fn = [](const TL& x) { return mul(abs(x[0]), x[0]); }},
+  {.name = "tanh", .shapes = {{2, 3}}, .fn = [](const TL& x) { return tanh(x[0]); }},
+  {.name = "sigmoid", .shapes = {{2, 3}}, .fn = [](const TL& x) { return sigmoid(x[0]); }, .lo = -4.0, .hi = 4.0},
+  {.name = "relu", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(relu(x[0])); }},
+  {.name = "leaky_relu", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(leaky_relu(x[0])); }},
+  {.name = "leaky_relu 0.2", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(leaky_relu(x[0], 0.2)); }},
+  {.name = "gelu", .shapes = {{3, 4}}, .fn = [](const TL& x) { return gelu(x[0]); }, .lo = -3.0, .hi = 3.0},
+  {.name = "gelu tanh", .shapes = {{3, 4}}, .fn = [](const TL& x) { return gelu(x[0], true); }, .lo = -3.0, .hi = 3.0},
+  {.name = "softplus", .shapes = {{3, 4}}, .fn = [](const TL& x) { return softplus(x[0]); }, .lo = -3.0, .hi = 3.0},
+  {.name = "softplus beta 2", .shapes = {{3, 4}}, .fn = [](const TL& x) { return softplus(x[0], 2.0); }, .lo = -3.0, .hi = 3.0},
+  {.name = "softplus past threshold", .shapes = {{3, 4}}, .fn = [](const TL& x) { return softplus(x[0], 2.0, 1.0); }, .lo = -3.0, .hi = 3.0},
+  {.name = "activation of activation", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sigmoid(tanh(gelu(x[0]))); }},
+  // ---- reductions
+  {.name = "sum all", .shapes = {{2, 3, 4}}, .fn = [](const TL& x) { return sq(sum(x[0])); }},
+  {.name = "sum dim 1", .shapes = {{2, 3, 4}}, .fn = [](const TL& x) { return sq(sum(x[0], {1})); }},
+  {.name = "sum dims 0,2 keepdim", .shapes = {{2, 3, 4}}, .fn = [](const TL& x) { return sq(sum(x[0], {0, 2}, true)); }},
+  {.name = "sum dim -1 keepdim", .shapes = {{2, 3, 4}}, .fn = [](const TL& x) { return sq(sum(x[0], {-1}, true)); }},
+  {.name = "sum 0-dim", .shapes = {{}}, .fn = [](const TL& x) { return sq(sum(x[0])); }},
+  {.name = "Tensor::sum/mean", .shapes = {{2, 3}}, .fn = [](const TL& x) { return mul(x[0].sum(), x[0].mean()); }},
+  {.name = "mean all", .shapes = {{2, 3, 4}}, .fn = [](const TL& x) { return sq(mean(x[0])); }},
+  {.name = "mean dim 0", .shapes = {{2, 3, 4}}, .fn = [](const TL& x) { return sq(mean(x[0], {0})); }},
+  {.name = "mean dims 1,2 keepdim", .shapes = {{2, 3, 4}}, .fn = [](const TL& x) { return sq(mean(x[0], {1, 2}, true)); }},
+  {.name = "var all", .shapes = {{2, 3, 4}}, .fn = [](const TL& x) { return var(x[0]); }},
+  {.name = "var dim 1", .shapes = {{2, 3, 4}}, .fn = [](const TL& x) { return var(x[0], {1}); }},
+  {.name = "var dims 0,2 keepdim", .shapes = {{2, 3, 4}}, .fn = [](const TL& x) { return var(x[0], {0, 2}, 1, true); }},
+  {.name = "var correction 0", .shapes = {{2, 3, 4}}, .fn = [](const TL& x) { return var(x[0], {-1}, 0); }},
+  {.name = "max all", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(max(x[0])); }},
+  {.name = "min all", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(min(x[0])); }},
+  {.name = "max dim 1", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(max(x[0], 1).values); }},
+  {.name = "max dim 0 keepdim", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(max(x[0], 0, true).values); }},
+  {.name = "max dim -1 3-D", .shapes = {{2, 3, 4}}, .fn = [](const TL& x) { return sq(max(x[0], -1).values); }},
+  {.name = "min dim 0", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(min(x[0], 0).values); }},
+  {.name = "min dim 1 keepdim", .shapes = {{2, 3, 4}}, .fn = [](const TL& x) { return sq(min(x[0], 1, true).values); }},
+  {.name = "sum_to {3,4}->{1,4}", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(sum_to(x[0], {1, 4})); }},
+  {.name = "sum_to {2,3,4}->{3,1}", .shapes = {{2, 3, 4}}, .fn = [](const TL& x) { return sq(sum_to(x[0], {3, 1})); }},
+  {.name = "sum_to {2,3}->{}", .shapes = {{2, 3}}, .fn = [](const TL& x) { return sq(sum_to(x[0], {})); }},
+  // ---- linear algebra
+  {.name = "mm", .shapes = {{3, 4}, {4, 5}}, .fn = [](const TL& x) { return mm(x[0], x[1]); }},
+  {.name = "mm transposed operands", .shapes = {{4, 3}, {5, 4}}, .fn = [](const TL& x) { return mm(x[0].t(), x[1].t()); }},
+  {.name = "mm self", .shapes = {{3, 3}}, .fn = [](const TL& x) { return mm(x[0], x[0]); }},
+  {.name = "bmm", .shapes = {{2, 3, 4}, {2, 4, 5}}, .fn = [](const TL& x) { return bmm(x[0], x[1]); }},
+  {.name = "bmm transposed", .shapes = {{2, 4, 3}, {2, 4, 5}}, .fn = [](const TL& x) { return bmm(x[0].transpose(1, 2), x[1]); }},
+  {.name = "matmul 1-D x 1-D", .shapes = {{4}, {4}}, .fn = [](const TL& x) { return matmul(x[0], x[1]); }},
+  {.name = "matmul 2-D x 1-D", .shapes = {{3, 4}, {4}}, .fn = [](const TL& x) { return matmul(x[0], x[1]); }},
+  {.name = "matmul 1-D x 2-D", .shapes = {{4}, {4, 5}}, .fn = [](const TL& x) { return matmul(x[0], x[1]); }},
+  {.name = "matmul 2-D x 2-D", .shapes = {{3, 4}, {4, 5}}, .fn = [](const TL& x) { return matmul(x[0], x[1]); }},
+  {.name = "matmul 3-D x 2-D", .shapes = {{2, 3, 4}, {4, 5}}, .fn = [](const TL& x) { return matmul(x[0], x[1]); }},
+  {.name = "matmul 3-D x 1-D", .shapes = {{2, 3, 4}, {4}}, .fn = [](const TL& x) { return matmul(x[0], x[1]); }},
+  {.name = "matmul 1-D x 3-D", .shapes = {{4}, {2, 4, 5}}, .fn = [](const TL& x) { return matmul(x[0], x[1]); }},
+  {.name = "matmul 2-D x 3-D", .shapes = {{3, 4}, {2, 4, 5}}, .fn = [](const TL& x) { return matmul(x[0], x[1]); }},
+  {.name = "matmul batched broadcast", .shapes = {{2, 1, 3, 4}, {3, 4, 2}}, .fn = [](const TL& x) { return matmul(x[0], x[1]); }},
+  {.name = "linear", .shapes = {{3, 4}, {5, 4}, {5}}, .fn = [](const TL& x) { return linear(x[0], x[1], x[2]); }},
+  {.name = "linear no bias", .shapes = {{3, 4}, {5, 4}}, .fn = [](const TL& x) { return linear(x[0], x[1]); }},
+  {.name = "linear 3-D input", .shapes = {{2, 3, 4}, {5, 4}, {5}}, .fn = [](const TL& x) { return linear(x[0], x[1], x[2]); }},
+  {.name = "linear 1-D input", .shapes = {{4}, {5, 4}, {5}}, .fn = [](const TL& x) { return linear(x[0], x[1], x[2]); }},
+  {.name = "linear squared", .shapes = {{3, 4}, {5, 4}, {5}}, .fn = [](const TL& x) { return sq(linear(x[0], x[1], x[2])); }},
+  {.name = "addmm", .shapes = {{3, 5}, {3, 4}, {4, 5}}, .fn = [](const TL& x) { return addmm(x[0], x[1], x[2]); }},
+  {.name = "addmm beta alpha", .shapes = {{3, 5}, {3, 4}, {4, 5}}, .fn = [](const TL& x) { return addmm(x[0], x[1], x[2], 0.5, -2.0); }},
+  {.name = "addmm row bias", .shapes = {{5}, {3, 4}, {4, 5}}, .fn = [](const TL& x) { return sq(addmm(x[0], x[1], x[2], 2.0, 0.5)); }},
+  {.name = "addmm column bias", .shapes = {{3, 1}, {3, 4}, {4, 5}}, .fn = [](const TL& x) { return addmm(x[0], x[1], x[2], 1.5); }},
+  {.name = "addmm beta 0", .shapes = {{3, 5}, {3, 4}, {4, 5}}, .fn = [](const TL& x) { return addmm(x[0], x[1], x[2], 0.0, 1.0); }},
+  // ---- joining and splitting
+  {.name = "cat dim 0", .shapes = {{2, 3}, {1, 3}, {4, 3}}, .fn = [](const TL& x) { return sq(cat({x[0], x[1], x[2]}, 0)); }},
+  {.name = "cat dim -1", .shapes = {{2, 3}, {2, 1}}, .fn = [](const TL& x) { return sq(cat({x[1], x[0], x[1]}, -1)); }},
+  {.name = "stack dim 0", .shapes = {{2, 3}, {2, 3}}, .fn = [](const TL& x) { return sq(stack({x[0], x[1]}, 0)); }},
+  {.name = "stack dim 2", .shapes = {{2, 3}, {2, 3}}, .fn = [](const TL& x) { return sq(stack({x[0], x[1], x[0]}, 2)); }},
+  {.name = "split uneven", .shapes = {{2, 7}}, .fn = [](const TL& x) { auto p = split(x[0], 3, 1); return sq(cat({p[2], mul(p[0], 2.0), p[1]}, 1)); }},
+  {.name = "chunk", .shapes = {{6, 2}}, .fn = [](const TL& x) { auto p = chunk(x[0], 3, 0); return sq(mul(p[0], add(p[1], p[2]))); }},
+  // ---- casts (f64 -> f32 -> f64 rounds: loose eps and tolerance; the gradient is constant)
+  {.name = "cast f64-f32-f64", .shapes = {{2, 3}}, .fn = [](const TL& x) { return cast(cast(x[0], DType::F32), DType::F64); },
+   .eps = 1e-3, .tol = 1e-3, .second_order = false},
+  {.name = "to(dtype) f64-f32-f64", .shapes = {{2, 3}}, .fn = [](const TL& x) { return x[0].to(DType::F32).to(DType::F64); },
+   .eps = 1e-3, .tol = 1e-3, .second_order = false},
+  {.name = "cast to same dtype", .shapes = {{2, 3}}, .fn = [](const TL& x) { return sq(cast(x[0], DType::F64)); }},
+  // ---- views
+  {.name = "reshape", .shapes = {{2, 6}}, .fn = [](const TL& x) { return sq(x[0].reshape({3, -1})); }},
+  {.name = "reshape non-contiguous", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(x[0].t().reshape({2, 6})); }},
+  {.name = "view", .shapes = {{2, 6}}, .fn = [](const TL& x) { return sq(x[0].view({4, 3})); }},
+  {.name = "flatten", .shapes = {{2, 3, 4}}, .fn = [](const TL& x) { return sq(x[0].flatten()); }},
+  {.name = "flatten 1..2", .shapes = {{2, 3, 4, 1}}, .fn = [](const TL& x) { return sq(x[0].flatten(1, 2)); }},
+  {.name = "transpose", .shapes = {{2, 3, 4}}, .fn = [](const TL& x) { return sq(x[0].transpose(0, 2)); }},
+  {.name = "permute", .shapes = {{2, 3, 4}}, .fn = [](const TL& x) { return sq(x[0].permute({1, 2, 0})); }},
+  {.name = "t", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(x[0].t()); }},
+  {.name = "slice", .shapes = {{5, 4}}, .fn = [](const TL& x) { return sq(x[0].slice(0, 1, 4)); }},
+  {.name = "slice step", .shapes = {{7, 4}}, .fn = [](const TL& x) { return sq(x[0].slice(0, 1, 7, 2)); }},
+  {.name = "slice step negative start", .shapes = {{3, 8}}, .fn = [](const TL& x) { return sq(x[0].slice(1, -7, 8, 3)); }},
+  {.name = "slice of slice", .shapes = {{9, 2}}, .fn = [](const TL& x) { return sq(x[0].slice(0, 1, 9, 2).slice(0, 1, 4, 2)); }},
+  {.name = "narrow", .shapes = {{3, 6}}, .fn = [](const TL& x) { return sq(x[0].narrow(1, 2, 3)); }},
+  {.name = "select", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(x[0].select(1, 2)); }},
+  {.name = "select negative", .shapes = {{3, 4, 2}}, .fn = [](const TL& x) { return sq(x[0].select(0, -1)); }},
+  {.name = "unsqueeze", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(add(x[0].unsqueeze(1), x[0].unsqueeze(0).slice(2, 0, 1))); }},
+  {.name = "squeeze dim", .shapes = {{3, 1, 4}}, .fn = [](const TL& x) { return sq(x[0].squeeze(1)); }},
+  {.name = "squeeze all", .shapes = {{1, 3, 1, 4}}, .fn = [](const TL& x) { return sq(x[0].squeeze()); }},
+  {.name = "expand", .shapes = {{3, 1}}, .fn = [](const TL& x) { return sq(x[0].expand({2, 3, 4})); }},
+  {.name = "expand -1", .shapes = {{1, 4}}, .fn = [](const TL& x) { return sq(x[0].expand({3, -1})); }},
+  {.name = "contiguous", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(x[0].t().contiguous()); }},
+  {.name = "clone", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(x[0].clone()); }},
+  {.name = "views then matmul", .shapes = {{4, 6}}, .fn = [](const TL& x) { return mm(x[0].slice(1, 0, 6, 2), x[0].narrow(0, 1, 3)); }},
+};
+// clang-format on
+
+// A CPU allocator that fills every new block with 0xFF bytes (NaN in every floating dtype): a
+// kernel that leaves part of its output unwritten, or an op that reads an uninitialized gradient
+// buffer, turns into NaNs that the checks below cannot miss.
+struct PoisonAllocator final : Allocator {
+  Allocator* base;
+  explicit PoisonAllocator(Allocator* b) : base(b) {}
+  void* allocate(size_t nbytes) override {
+    void* p = base->allocate(nbytes);
+    if (p) std::memset(p, 0xFF, nbytes);
+    return p;
+  }
+  void deallocate(void* p, size_t nbytes) override { base->deallocate(p, nbytes); }
+};
+
+// Installs the poisoning allocator for a scope (both hand memory to the same aligned malloc/free,
+// so blocks may be freed by either).
+struct PoisonScope {
+  Allocator* prev;
+  PoisonAllocator poison;
+  PoisonScope() : prev(allocator_for(Device::cpu())), poison(prev) { set_allocator(DeviceType::CPU, &poison); }
+  ~PoisonScope() { set_allocator(DeviceType::CPU, prev); }
+};
+
+bool all_finite(const Tensor& t) {
+  for (double v : t.to_vector<double>())
+    if (!std::isfinite(v)) return false;
+  return true;
+}
+
+// The .grad contract of backward() for one case. Returns "" or a description of the failure.
+std::string check_grad_buffers(const GradCase& c) {
+  std::vector<Tensor> in = testing::make_inputs(c, 4321);
+  std::vector<Tensor> leaves;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (c.differentiable.empty() || c.differentiable[i]) leaves.push_back(in[i]);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+
+  // Reference gradients from autograd::grad, which must leave .grad alone (poisoned with NaN here).
+  for (Tensor& x : leaves) x.set_grad(full_like(x, nan));
+  std::vector<Tensor> ref = autograd::grad({testing::project(c.fn(in))}, leaves, {}, false, false, true);
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    if (all_finite(leaves[i].grad())) return "autograd::grad wrote into .grad of input " + std::to_string(i);
+    if (!ref[i].defined()) ref[i] = zeros_like(leaves[i]);
+    if (!all_finite(ref[i])) return "non-finite gradient for input " + std::to_string(i);
+  }
+
+  // set_to_none semantics: a NaN .grad reset to none is replaced, not added to.
+  for (Tensor& x : leaves) x.set_grad(Tensor());
+  testing::project(c.fn(in)).backward();
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    Tensor g = leaves[i].grad();
+    if (!g.defined()) g = zeros_like(leaves[i]);  // unused input: PyTorch leaves .grad as None
+    if (g.dtype() != leaves[i].dtype() || g.shape() != leaves[i].shape())
+      return "backward: .grad of input " + std::to_string(i) + " is " + g.meta_str();
+    if (testing::max_abs_diff(g, ref[i]) > 1e-12)
+      return "backward: .grad of input " + std::to_string(i) + " differs from autograd::grad";
+  }
+  // No two leaves may share a gradient buffer (an in-place update of one would change the other).
+  for (size_t i = 0; i < leaves.size(); ++i)
+    for (size_t j = i + 1; j < leaves.size(); ++j)
+      if (leaves[i].grad().defined() && leaves[j].grad().defined() &&
+          leaves[i].grad().impl()->storage == leaves[j].grad().impl()->storage)
+        return "inputs " + std::to_string(i) + " and " + std::to_string(j) + " share one .grad buffer";
+
+  // Accumulation: a sentinel .grad is accumulated onto, in place (the same tensor object).
+  std::vector<Tensor> held;
+  for (Tensor& x : leaves) {
+    x.set_grad(full_like(x, 1000.0));
+    held.push_back(x.grad());
+  }
+  testing::project(c.fn(in)).backward();
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    if (!leaves[i].grad().is_same(held[i])) return "backward replaced the existing .grad of input " + std::to_string(i);
+    if (testing::max_abs_diff(leaves[i].grad(), add(ref[i], 1000.0)) > 1e-9)
+      return "backward did not accumulate onto the existing .grad of input " + std::to_string(i);
+  }
+
+  // zero_() semantics: a zeroed .grad then holds exactly one gradient.
+  for (Tensor& x : leaves) x.grad().zero_();
+  testing::project(c.fn(in)).backward();
+  for (size_t i = 0; i < leaves.size(); ++i)
+    if (testing::max_abs_diff(leaves[i].grad(), ref[i]) > 1e-12)
+      return "backward after zero_() differs for input " + std::to_string(i);
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("gradient check table: every differentiable op, first and second order", "[gradcheck]") {
+  PoisonScope poison;
+  for (const GradCase& c : kCases) {
+    INFO("case: " << c.name);
+    CHECK(testing::run_case(c) == "");
+  }
+}
+
+TEST_CASE("gradient check table: backward() overwrites a reset .grad and accumulates onto a kept one", "[gradcheck]") {
+  PoisonScope poison;
+  for (const GradCase& c : kCases) {
+    INFO("case: " << c.name);
+    CHECK(check_grad_buffers(c) == "");
+  }
+}
+
+TEST_CASE("case names are unique", "[gradcheck]") {
+  std::set<std::string> names;
+  for (const GradCase& c : kCases) {
+    INFO(c.name);
+    CHECK(names.insert(c.name).second);
+  }
+}
+
+// The harness itself must be able to fail: a wrong backward is reported with the case, the input
+// and the element.
+TEST_CASE("the harness reports a wrong gradient", "[gradcheck]") {
+  GradCase bad{.name = "bad", .shapes = {{3}}, .fn = [](const TL& x) {
+                 // Forward x^2, but a backward that returns x (the derivative is 2x).
+                 Tensor out = mul(x[0].detach(), x[0].detach());
+                 autograd::record("BadBackward", {x[0]}, {out}, {x[0]},
+                                  [](const TL& g, const TL& s) { return TL{mul(g[0], s[0])}; });
+                 return out;
+               }};
+  std::string err = testing::run_case(bad);
+  CHECK_THAT(err, Catch::Contains("bad") && Catch::Contains("first order") && Catch::Contains("input 0"));
+
+  GradCase bad2{.name = "bad second", .shapes = {{3}}, .fn = [](const TL& x) {
+                  // Forward x^3 with a first derivative right in value but not differentiable:
+                  // 3 x^2 computed from detached tensors, so d2 comes out 0 instead of 6x.
+                  Tensor out = mul(mul(x[0].detach(), x[0].detach()), x[0].detach());
+                  autograd::record("Bad2Backward", {x[0]}, {out}, {x[0]}, [](const TL& g, const TL& s) {
+                    return TL{mul(g[0], mul(mul(s[0].detach(), s[0].detach()), 3.0))};
+                  });
+                  return out;
+                }};
+  // With create_graph the gradient then depends on the inputs only through g (constant), so the
+  // harness sees no second-order graph; check it through a composite that does have one.
+  GradCase bad3{.name = "bad second composite", .shapes = {{3}}, .fn = [&](const TL& x) { return mul(bad2.fn(x), x[0]); }};
+  CHECK(testing::check_gradients(bad2.fn, testing::make_inputs(bad2), 1e-6, 1e-5) == "");
+  CHECK_THAT(testing::run_case(bad3), Catch::Contains("second order"));
+}
+
+TEST_CASE("poisoned gradient buffers: a .grad set to NaN and reset to none is overwritten", "[gradcheck]") {
+  Tensor w = from_vector<double>({1, 2, 3}).requires_grad_();
+  w.set_grad(full_like(w, std::nan("")));
+  w.set_grad(Tensor());  // zero_grad(set_to_none=true)
+  mul(w, w).sum().backward();
+  CHECK(w.grad().to_vector<double>() == std::vector<double>{2, 4, 6});
+
+  // zero_grad(set_to_none=false): the same buffer is zeroed and then accumulated into.
+  Tensor keep = w.grad();
+  w.grad().fill_(std::nan(""));
+  w.grad().zero_();
+  mul(w, 3.0).sum().backward();
+  CHECK(w.grad().is_same(keep));
+  CHECK(w.grad().to_vector<double>() == std::vector<double>{3, 3, 3});
+
+  // Without zeroing, backward accumulates: NaN in, NaN out (nothing silently overwrites it).
+  w.grad().fill_(std::nan(""));
+  mul(w, 3.0).sum().backward();
+  for (double v : w.grad().to_vector<double>()) CHECK(std::isnan(v));
+}
+
+TEST_CASE("gradients of two leaves never alias, even when the op passes one gradient to both", "[gradcheck]") {
+  Tensor a = from_vector<float>({1, 2}).requires_grad_();
+  Tensor b = from_vector<float>({3, 4}).requires_grad_();
+  Tensor g = from_vector<float>({1, 1});
+  add(a, b).backward(g);
+  REQUIRE(a.grad().defined());
+  REQUIRE(b.grad().defined());
+  {
+    NoGradGuard ng;
+    a.grad().mul_(5.0);
+  }
+  CHECK(a.grad().to_vector<float>() == std::vector<float>{5, 5});
+  CHECK(b.grad().to_vector<float>() == std::vector<float>{1, 1});
+  CHECK(g.to_vector<float>() == std::vector<float>{1, 1});  // the caller's gradient is untouched
+}
+
+TEST_CASE("create_graph backward leaves a differentiable .grad and accumulates out of place", "[gradcheck]") {
+  Tensor x = from_vector<double>({2.0}).requires_grad_();
+  pow(x, 3.0).sum().backward(Tensor(), false, true);
+  Tensor g1 = x.grad();
+  CHECK(g1.item() == Approx(12.0));
+  CHECK(g1.requires_grad());
+  pow(x, 2.0).sum().backward(Tensor(), false, true);
+  CHECK(x.grad().item() == Approx(16.0));
+  CHECK(g1.item() == Approx(12.0));  // not modified in place: it may be saved by a graph
+  auto gg = autograd::grad({x.grad()}, {x});
+  CHECK(gg[0].item() == Approx(6 * 2.0 + 2.0));
+}
