@@ -63,6 +63,10 @@ using IndexAddFn = void (*)(const Tensor& out, int64_t dim, const Tensor& index,
 using GatherFn = void (*)(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index);
 using ScatterAddFn = void (*)(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src);
 
+// GradScaler's fused pass: g *= inv_scale in place over a contiguous gradient; returns whether any
+// value was inf/NaN. counts (optional) receives the number of infs and NaNs.
+using UnscaleFn = bool (*)(const Tensor& grad, float inv_scale, std::pair<int64_t, int64_t>* counts);
+
 struct Registry {
   KernelTable<FillFn> fill{"fill_"};
   KernelTable<CopyFn> copy{"copy_"};
@@ -77,6 +81,7 @@ struct Registry {
   KernelTable<IndexAddFn> index_add{"index_add"};
   KernelTable<GatherFn> gather{"gather"};
   KernelTable<ScatterAddFn> scatter_add{"scatter_add"};
+  KernelTable<UnscaleFn> unscale{"non_finite_check_and_unscale"};
 };
 
 const Registry& registry();

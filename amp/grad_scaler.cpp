@@ -1,0 +1,218 @@
+#include "amp/grad_scaler.h"
+
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "framework/autograd/grad_mode.h"
+#include "framework/error.h"
+#include "ops/kernels.h"
+#include "ops/ops.h"
+
+namespace minidl::amp {
+
+namespace {
+constexpr const char* kScaleFix =
+    "This may indicate your script did not use scaler.scale(loss or outputs) earlier in the iteration.";
+
+void check_options(const GradScalerOptions& o) {
+  MINIDL_CHECK(std::isfinite(o.init_scale) && o.init_scale > 0, "GradScaler", "init_scale must be a positive finite number, got ", o.init_scale);
+  MINIDL_CHECK(std::isfinite(o.growth_factor) && o.growth_factor > 1.0, "GradScaler", "growth_factor must be > 1, got ", o.growth_factor);
+  MINIDL_CHECK(o.backoff_factor > 0.0 && o.backoff_factor < 1.0, "GradScaler", "backoff_factor must be in (0, 1), got ", o.backoff_factor);
+  MINIDL_CHECK(o.growth_interval >= 1, "GradScaler", "growth_interval must be >= 1, got ", o.growth_interval);
+  if (o.min_scale) MINIDL_CHECK(*o.min_scale > 0 && *o.min_scale <= o.init_scale, "GradScaler", "min_scale must be in (0, init_scale], got ", *o.min_scale);
+  if (o.max_scale) MINIDL_CHECK(std::isfinite(*o.max_scale) && *o.max_scale >= o.init_scale, "GradScaler", "max_scale must be finite and >= init_scale, got ", *o.max_scale);
+}
+}  // namespace
+
+bool unscale_and_check(const std::vector<Tensor>& grads, float inv_scale, std::vector<std::pair<int64_t, int64_t>>* counts) {
+  // One pass per gradient, grouped by (device, dtype) so each group uses one kernel.
+  std::map<std::pair<int, int>, std::vector<size_t>> groups;
+  for (size_t i = 0; i < grads.size(); ++i)
+    groups[{static_cast<int>(grads[i].device().type), static_cast<int>(grads[i].dtype())}].push_back(i);
+  if (counts) counts->assign(grads.size(), {0, 0});
+  bool found = false;
+  for (auto& [key, idx] : groups) {
+    auto fn = kernels::registry().unscale.get(grads[idx[0]].device(), grads[idx[0]].dtype());
+    for (size_t i : idx) found |= fn(grads[i], inv_scale, counts ? &(*counts)[i] : nullptr);
+  }
+  return found;
+}
+
+GradScaler::GradScaler(Device device, GradScalerOptions options) : device_(device), opt_(std::move(options)) {
+  check_options(opt_);
+}
+
+void GradScaler::check_scale(const char* fn) const {
+  MINIDL_CHECK(scale_.has_value(), "GradScaler", "Attempted ", fn, " but _scale is None.  ", kScaleFix);
+}
+
+Tensor GradScaler::scale(const Tensor& outputs) {
+  if (!opt_.enabled) return outputs;
+  MINIDL_CHECK(outputs.defined(), "GradScaler.scale", "outputs is an undefined tensor");
+  MINIDL_CHECK(outputs.device() == device_, "GradScaler.scale", "outputs are on ", outputs.device().str(),
+               " but the scaler is for ", device_.str());
+  if (!scale_) scale_ = full({}, opt_.init_scale, TensorOptions(DType::F32).device(device_));
+  return mul(outputs, *scale_);
+}
+
+std::vector<Tensor> GradScaler::scale(const std::vector<Tensor>& outputs) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : outputs) out.push_back(scale(t));
+  return out;
+}
+
+void GradScaler::unscale_(const OptimizerHandle& opt) {
+  if (!opt_.enabled) return;
+  check_scale("unscale_");
+  PerOptimizer& st = per_optimizer_[opt.key];
+  MINIDL_CHECK(st.stage != Stage::Unscaled, "GradScaler", "unscale_() has already been called on this optimizer since the last update().");
+  MINIDL_CHECK(st.stage != Stage::Stepped, "GradScaler", "unscale_() is being called after step().");
+  if (new_iteration_) {
+    last_nonfinite_.clear();
+    new_iteration_ = false;
+  }
+  // inv = 1/scale computed in double, rounded to f32 (as PyTorch).
+  const float inv = static_cast<float>(1.0 / scale_->item());
+  std::vector<Tensor> grads, owners;
+  for (const Tensor& p : opt.params()) {
+    Tensor g = p.grad();
+    if (!g.defined()) continue;
+    MINIDL_CHECK(g.dtype() != DType::F16, "GradScaler", "Attempting to unscale FP16 gradients.");
+    MINIDL_CHECK(g.is_contiguous(), "GradScaler", "gradient of ", p.name().empty() ? "a parameter" : p.name(),
+                 " is not contiguous");
+    grads.push_back(g);
+    owners.push_back(p);
+  }
+  std::vector<std::pair<int64_t, int64_t>> counts;
+  bool found;
+  {
+    NoGradGuard ng;
+    found = unscale_and_check(grads, inv, opt_.diagnostics ? &counts : nullptr);
+    for (const Tensor& g : grads) g.bump_version();
+  }
+  if (opt_.diagnostics && found)
+    for (size_t i = 0; i < grads.size(); ++i)
+      if (counts[i].first + counts[i].second > 0)
+        last_nonfinite_.push_back({owners[i].name().empty() ? "param" + std::to_string(i) : owners[i].name(),
+                                   counts[i].first, counts[i].second, grads[i].numel()});
+  st.found_inf = found;
+  st.inf_checked = true;
+  st.stage = Stage::Unscaled;
+}
+
+StepResult GradScaler::step(const OptimizerHandle& opt) {
+  if (!opt_.enabled) {
+    opt.step();
+    return {true, false};
+  }
+  check_scale("step");
+  PerOptimizer& st = per_optimizer_[opt.key];
+  MINIDL_CHECK(st.stage != Stage::Stepped, "GradScaler", "step() has already been called since the last update().");
+  if (st.stage == Stage::Ready) unscale_(opt);
+  PerOptimizer& s2 = per_optimizer_[opt.key];
+  MINIDL_CHECK(s2.inf_checked, "GradScaler", "No inf checks were recorded for this optimizer.");
+  StepResult r{!s2.found_inf, s2.found_inf};
+  if (r.stepped) opt.step();
+  s2.stage = Stage::Stepped;
+  return r;
+}
+
+void GradScaler::update_scale(bool found_inf) {
+  double s = scale_->item();
+  if (found_inf) {
+    s *= opt_.backoff_factor;
+    if (opt_.min_scale) s = std::max(s, *opt_.min_scale);
+    growth_tracker_ = 0;
+    ++skipped_steps_;
+  } else if (growth_tracker_ + 1 == opt_.growth_interval) {
+    // Growth is refused when the grown scale would not be a finite f32.
+    const float grown = static_cast<float>(s * opt_.growth_factor);
+    if (std::isfinite(grown)) s = grown;
+    if (opt_.max_scale) s = std::min(s, *opt_.max_scale);
+    growth_tracker_ = 0;
+  } else {
+    ++growth_tracker_;
+  }
+  NoGradGuard ng;
+  scale_->fill_(s);
+}
+
+void GradScaler::update() {
+  if (!opt_.enabled) return;
+  check_scale("update");
+  bool any_checked = false, found = false;
+  for (auto& [key, st] : per_optimizer_) {
+    any_checked = any_checked || st.inf_checked;
+    found = found || st.found_inf;
+  }
+  MINIDL_CHECK(any_checked, "GradScaler", "No inf checks were recorded prior to update.");
+  update_scale(found);  // several optimizers in one iteration count as one update
+  per_optimizer_.clear();
+  new_iteration_ = true;
+}
+
+void GradScaler::update(double new_scale) {
+  if (!opt_.enabled) return;
+  check_scale("update");
+  MINIDL_CHECK(std::isfinite(new_scale) && new_scale > 0, "GradScaler", "new_scale must be a positive finite number, got ", new_scale);
+  NoGradGuard ng;
+  scale_->fill_(new_scale);  // the growth tracker is kept, as PyTorch
+  per_optimizer_.clear();
+  new_iteration_ = true;
+}
+
+double GradScaler::get_scale() const {
+  if (!opt_.enabled) return 1.0;
+  return scale_ ? scale_->item() : opt_.init_scale;
+}
+
+void GradScaler::set_growth_factor(double v) {
+  MINIDL_CHECK(std::isfinite(v) && v > 1.0, "GradScaler", "growth_factor must be > 1, got ", v);
+  opt_.growth_factor = v;
+}
+void GradScaler::set_backoff_factor(double v) {
+  MINIDL_CHECK(v > 0.0 && v < 1.0, "GradScaler", "backoff_factor must be in (0, 1), got ", v);
+  opt_.backoff_factor = v;
+}
+void GradScaler::set_growth_interval(int64_t v) {
+  MINIDL_CHECK(v >= 1, "GradScaler", "growth_interval must be >= 1, got ", v);
+  opt_.growth_interval = v;
+}
+
+std::map<std::string, double> GradScaler::state_dict() const {
+  if (!opt_.enabled) return {};
+  return {{"scale", get_scale()},
+          {"growth_factor", opt_.growth_factor},
+          {"backoff_factor", opt_.backoff_factor},
+          {"growth_interval", static_cast<double>(opt_.growth_interval)},
+          {"_growth_tracker", static_cast<double>(growth_tracker_)}};
+}
+
+void GradScaler::load_state_dict(const std::map<std::string, double>& state) {
+  if (!opt_.enabled) return;
+  MINIDL_CHECK(!state.empty(), "GradScaler",
+               "The source state dict is empty, possibly because it was saved from a disabled instance of GradScaler.");
+  for (const char* key : {"scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker"})
+    MINIDL_CHECK(state.count(key), "GradScaler", "state dict is missing '", key, "'");
+  opt_.init_scale = state.at("scale");
+  if (scale_) {
+    NoGradGuard ng;
+    scale_->fill_(opt_.init_scale);
+  }
+  set_growth_factor(state.at("growth_factor"));
+  set_backoff_factor(state.at("backoff_factor"));
+  set_growth_interval(static_cast<int64_t>(state.at("growth_interval")));
+  growth_tracker_ = static_cast<int64_t>(state.at("_growth_tracker"));
+}
+
+std::string GradScaler::report() const {
+  std::ostringstream os;
+  if (last_nonfinite_.empty()) return "GradScaler: all gradients finite\n";
+  os << "GradScaler: non-finite gradients (scale " << get_scale() << "):\n";
+  for (const auto& n : last_nonfinite_)
+    os << "  " << n.param << ": " << n.inf << " inf, " << n.nan << " NaN of " << n.numel << " elements\n";
+  return os.str();
+}
+
+}  // namespace minidl::amp
