@@ -63,9 +63,27 @@ using IndexAddFn = void (*)(const Tensor& out, int64_t dim, const Tensor& index,
 using GatherFn = void (*)(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index);
 using ScatterAddFn = void (*)(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src);
 
-// GradScaler's fused pass: g *= inv_scale in place over a contiguous gradient; returns whether any
-// value was inf/NaN. counts (optional) receives the number of infs and NaNs.
-using UnscaleFn = bool (*)(const Tensor& grad, float inv_scale, std::pair<int64_t, int64_t>* counts);
+// Fused cross-entropy over contiguous logits x [N, C] and i64 targets [N] (validated by the op):
+// loss[n] = lse[n] - x[n, t[n]] with lse[n] = logsumexp(x[n, :]); rows whose target is
+// ignore_index get loss 0. loss and lse are contiguous [N] in the compute dtype (f64 for f64, else f32).
+using CrossEntropyFn = void (*)(const Tensor& loss, const Tensor& lse, const Tensor& x, const Tensor& target,
+                                int64_t ignore_index);
+// grad_x[n, c] = (exp(x[n, c] - lse[n]) - [c == t[n]]) * scale * g[n] (g: [N] or 1 element, compute
+// dtype); ignored rows get 0. grad_x has x's dtype.
+using CrossEntropyBackwardFn = void (*)(const Tensor& grad_x, const Tensor& x, const Tensor& lse, const Tensor& target,
+                                        const Tensor& g, double scale, int64_t ignore_index);
+
+// Random fills from the Philox4x32-10 stream (framework/generator.h) of `seed`, starting at block
+// `offset`; the op reserves random_blocks(numel) blocks. Element k uses only block offset + k/4
+// (32-bit draws) or offset + k/2 (64-bit draws), so results are independent of threading.
+enum class RandomDist : uint8_t {
+  Uniform,    // U[a, b)
+  Normal,     // N(a, b^2), Box-Muller
+  Integer,    // uniform integer in [a, b)
+  KeepMask,   // dropout mask: b (= 1/(1-p)) with probability 1-a (a = p), else 0
+};
+using RandomFn = void (*)(RandomDist dist, const Tensor& out, uint64_t seed, uint64_t offset, double a, double b);
+inline uint64_t random_blocks(int64_t numel) { return static_cast<uint64_t>((numel + 1) / 2); }
 
 struct Registry {
   KernelTable<FillFn> fill{"fill_"};
@@ -81,7 +99,9 @@ struct Registry {
   KernelTable<IndexAddFn> index_add{"index_add"};
   KernelTable<GatherFn> gather{"gather"};
   KernelTable<ScatterAddFn> scatter_add{"scatter_add"};
-  KernelTable<UnscaleFn> unscale{"non_finite_check_and_unscale"};
+  KernelTable<CrossEntropyFn> cross_entropy{"cross_entropy"};
+  KernelTable<CrossEntropyBackwardFn> cross_entropy_backward{"cross_entropy_backward"};
+  KernelTable<RandomFn> random{"random"};
 };
 
 const Registry& registry();

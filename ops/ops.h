@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "framework/generator.h"
 #include "framework/tensor.h"
 
 namespace minidl {
@@ -82,6 +83,8 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, double beta =
 // ---- softmax family (ops/softmax.cpp)
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
+// Gradient of softmax (log=false) or log_softmax (log=true) given the forward output; differentiable.
+Tensor softmax_backward(const Tensor& grad_output, const Tensor& output, int64_t dim, bool log);
 
 // ---- losses (ops/loss.cpp); autocast FP32
 enum class Reduction { None, Mean, Sum };
@@ -114,7 +117,6 @@ Tensor one_hot(const Tensor& index, int64_t num_classes = -1);  // i64 result
 Tensor cast(const Tensor& x, DType dtype);
 
 // ---- random (ops/random.cpp) use the default generator unless one is given
-class Generator;
 Tensor rand(const Shape& shape, TensorOptions opts = {}, Generator* gen = nullptr);   // U[0, 1)
 Tensor randn(const Shape& shape, TensorOptions opts = {}, Generator* gen = nullptr);  // N(0, 1)
 Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions opts = DType::I64, Generator* gen = nullptr);

@@ -1,0 +1,126 @@
+// Indexing: index_select (backward: index_add into zeros), gather (backward: scatter_add into
+// zeros) and one_hot. The two scatter-style ops are differentiable too (their backward is the
+// matching select/gather), so gradients of any order work. Every index is validated on the host
+// with an error naming the offending value, so kernels can skip bounds checks. Autocast policy: None.
+#include <algorithm>
+
+#include "ops/common.h"
+
+namespace minidl {
+
+using namespace ops_detail;
+using autograd::TensorList;
+
+namespace {
+// The index as contiguous i64 on the host, for validation (a copy only when it lives elsewhere).
+Tensor host_index(const Tensor& index) { return index.to(Device::cpu()).contiguous(); }
+
+// Throws naming the first value outside [0, size).
+void check_bounds(const char* op, const Tensor& index, int64_t dim, int64_t size) {
+  const Tensor h = host_index(index);
+  const int64_t* p = h.data_ptr<int64_t>();
+  const int64_t n = h.numel();
+  for (int64_t i = 0; i < n; ++i)
+    MINIDL_CHECK(p[i] >= 0 && p[i] < size, op, "index ", p[i], " is out of bounds for dimension ", dim,
+                 " with size ", size);
+}
+
+// out = zeros(shape); out[.., index[i], ..] += src[.., i, ..] along dim. Differentiable in src.
+Tensor index_add_into_zeros(const Shape& shape, int64_t dim, const Tensor& index, const Tensor& src) {
+  Tensor out = zeros(shape, TensorOptions(src.dtype()).device(src.device()));
+  K().index_add.get(src.device(), src.dtype())(out, dim, index, src.detach().contiguous());
+  autograd::record("IndexAddBackward", {src}, {out}, {index}, [dim](const TensorList& g, const TensorList& s) {
+    return TensorList{index_select(g[0], dim, s[0])};
+  });
+  return out;
+}
+
+// out = zeros(shape); out[.., index[p], ..] += src[p] along dim. Differentiable in src.
+Tensor scatter_add_into_zeros(const Shape& shape, int64_t dim, const Tensor& index, const Tensor& src) {
+  Tensor out = zeros(shape, TensorOptions(src.dtype()).device(src.device()));
+  K().scatter_add.get(src.device(), src.dtype())(out, dim, index, src.detach());
+  autograd::record("ScatterAddBackward", {src}, {out}, {index}, [dim](const TensorList& g, const TensorList& s) {
+    return TensorList{gather(g[0], dim, s[0])};
+  });
+  return out;
+}
+}  // namespace
+
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index_in) {
+  const char* name = "index_select";
+  check_defined(x, name, "self");
+  check_defined(index_in, name, "index");
+  check_same_device(name, x, index_in);
+  MINIDL_CHECK(index_in.dtype() == DType::I64 || index_in.dtype() == DType::I32, name,
+               "expected an i64 or i32 index, got ", index_in.meta_str());
+  MINIDL_CHECK(index_in.dim() <= 1, name, "index must be 0-D or 1-D, got ", index_in.meta_str());
+  if (x.dim() == 0) {
+    wrap_dim(dim, 1, name);
+    return index_select(x.reshape({1}), 0, index_in).reshape(index_in.dim() == 0 ? Shape{} : Shape{index_in.numel()});
+  }
+  dim = wrap_dim(dim, x.dim(), name);
+  const Tensor index = cast(index_in, DType::I64).contiguous().reshape({-1});
+  check_bounds(name, index, dim, x.shape()[dim]);
+  Shape out_shape = x.shape();
+  out_shape[dim] = index.numel();
+  Tensor out = new_empty(out_shape, x.dtype(), x.device());
+  K().index_select.get(x.device(), x.dtype())(out, x.detach().contiguous(), dim, index);
+  if (x.is_floating_point())
+    autograd::record("IndexSelectBackward", {x}, {out}, {index}, [dim, shape = x.shape()](const TensorList& g, const TensorList& s) {
+      return TensorList{index_add_into_zeros(shape, dim, s[0], g[0])};
+    });
+  return out;
+}
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  const char* name = "gather";
+  check_defined(x, name, "self");
+  check_defined(index, name, "index");
+  check_same_device(name, x, index);
+  MINIDL_CHECK(index.dtype() == DType::I64, name, "expected an i64 index, got ", index.meta_str());
+  MINIDL_CHECK(index.dim() == x.dim(), name, "index must have the same number of dimensions as input: got index ",
+               index.meta_str(), " for input ", x.meta_str());
+  if (x.dim() == 0) {
+    wrap_dim(dim, 1, name);
+    return gather(x.reshape({1}), 0, index.reshape({1})).reshape({});
+  }
+  dim = wrap_dim(dim, x.dim(), name);
+  for (int64_t d = 0; d < x.dim(); ++d)
+    MINIDL_CHECK(d == dim || index.shape()[d] <= x.shape()[d], name, "index ", shape_str(index.shape()),
+                 " must not be larger than input ", shape_str(x.shape()), " apart from dimension ", dim,
+                 " (mismatch at dimension ", d, ")");
+  check_bounds(name, index, dim, x.shape()[dim]);
+  Tensor out = new_empty(index.shape(), x.dtype(), x.device());
+  K().gather.get(x.device(), x.dtype())(out, x.detach(), dim, index);
+  if (x.is_floating_point())
+    autograd::record("GatherBackward", {x}, {out}, {index}, [dim, shape = x.shape()](const TensorList& g, const TensorList& s) {
+      return TensorList{scatter_add_into_zeros(shape, dim, s[0], g[0])};
+    });
+  return out;
+}
+
+Tensor one_hot(const Tensor& index, int64_t num_classes) {
+  const char* name = "one_hot";
+  check_defined(index, name, "index");
+  MINIDL_CHECK(index.dtype() == DType::I64, name, "is only applicable to an i64 index tensor, got ", index.meta_str());
+  MINIDL_CHECK(num_classes >= -1, name, "num_classes must be -1 (infer) or non-negative, got ", num_classes);
+  const Tensor h = host_index(index);
+  const int64_t* p = h.data_ptr<int64_t>();
+  const int64_t n = h.numel();
+  if (num_classes == -1) {
+    MINIDL_CHECK(n > 0, name, "cannot infer the number of classes from an empty tensor; pass num_classes");
+    num_classes = *std::max_element(p, p + n) + 1;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    MINIDL_CHECK(p[i] >= 0, name, "class values must be non-negative, got ", p[i]);
+    MINIDL_CHECK(p[i] < num_classes, name, "class values must be smaller than num_classes (", num_classes, "), got ", p[i]);
+  }
+  Shape shape = index.shape();
+  shape.push_back(num_classes);
+  Tensor out = zeros(shape, DType::I64);
+  int64_t* o = out.data_ptr<int64_t>();
+  for (int64_t i = 0; i < n; ++i) o[i * num_classes + p[i]] = 1;
+  return out.to(index.device());
+}
+
+}  // namespace minidl

@@ -1,0 +1,354 @@
+// Loss functions, matching torch.nn.functional: cross_entropy (class indices or class
+// probabilities, ignore_index, label_smoothing, class weights), nll_loss, mse_loss, l1_loss,
+// binary_cross_entropy and binary_cross_entropy_with_logits. Autocast policy: FP32 (set in
+// amp/policy; binary_cross_entropy is Banned under CUDA autocast).
+//
+// The training hot path, cross_entropy with class indices and neither weights nor smoothing, is one
+// fused node: a kernel computes logsumexp and the picked logit per row in one pass, and the
+// backward writes (softmax - onehot) * g / count in one pass from the saved logits and logsumexp.
+// Every other case is composed of log_softmax, gather and reductions, so all of it is
+// differentiable to any order.
+#include <cmath>
+
+#include "ops/common.h"
+
+namespace minidl {
+
+using namespace ops_detail;
+using autograd::TensorList;
+
+namespace {
+Tensor reduce(const Tensor& loss, Reduction reduction) {
+  switch (reduction) {
+    case Reduction::None: return loss;
+    case Reduction::Sum: return sum(loss);
+    case Reduction::Mean: return mean(loss);
+  }
+  return loss;
+}
+
+// Class-index targets: i64 of shape [N, d1, ...] for input [N, C, d1, ...], or 0-D for input [C].
+void check_class_target(const char* op, const Tensor& input, const Tensor& target) {
+  MINIDL_CHECK(input.dim() >= 1, op, "expected an input of shape [C] or [N, C, d1, ...], got ", input.meta_str());
+  MINIDL_CHECK(target.dtype() == DType::I64, op, "expected class-index targets of dtype i64, got ", target.meta_str());
+  Shape want;
+  if (input.dim() >= 2) {
+    want.push_back(input.shape()[0]);
+    want.insert(want.end(), input.shape().begin() + 2, input.shape().end());
+  }
+  MINIDL_CHECK(target.shape() == want, op, "expected target of shape ", shape_str(want), " for input ",
+               input.meta_str(), ", got target ", target.meta_str());
+}
+
+// Weight: 1-D, one floating value per class. Returned in the input's dtype.
+Tensor checked_weight(const char* op, const Tensor& weight, const Tensor& input, int64_t classes) {
+  if (!weight.defined()) return weight;
+  check_same_device(op, input, weight);
+  MINIDL_CHECK(weight.is_floating_point() && weight.dim() == 1 && weight.numel() == classes, op,
+               "weight must be a floating 1-D tensor with one value per class (", classes, "), got ", weight.meta_str());
+  return cast(weight, input.dtype());
+}
+
+// Every target is a class in [0, classes) or ignore_index. Returns how many are not ignored.
+int64_t check_class_range(const char* op, const Tensor& target, int64_t classes, int64_t ignore_index) {
+  const Tensor h = target.to(Device::cpu()).contiguous();
+  const int64_t* p = h.data_ptr<int64_t>();
+  int64_t count = 0;
+  for (int64_t i = 0; i < h.numel(); ++i) {
+    if (p[i] == ignore_index) continue;
+    MINIDL_CHECK(p[i] >= 0 && p[i] < classes, op, "target ", p[i], " is out of bounds for ", classes,
+                 " classes (expected 0..", classes - 1, " or ignore_index ", ignore_index, ")");
+    ++count;
+  }
+  return count;
+}
+
+// Weight of each target's class ([N, d1...]; 0 where ignored) and the targets with ignored entries
+// replaced by class 0 so they can index.
+struct TargetWeights {
+  Tensor mask;   // bool, true where not ignored
+  Tensor safe;   // i64 targets, ignored -> 0
+  Tensor w;      // input dtype
+};
+TargetWeights target_weights(const Tensor& target, const Tensor& weight, int64_t ignore_index, DType dtype) {
+  TargetWeights t;
+  t.mask = ne(target, static_cast<double>(ignore_index));
+  t.safe = where(t.mask, target, zeros_like(target));
+  t.w = cast(t.mask, dtype);
+  if (weight.defined()) t.w = mul(t.w, index_select(weight, 0, t.safe.reshape({-1})).reshape(target.shape()));
+  return t;
+}
+
+// nll over validated [N, C, d...] log-probabilities and [N, d...] targets.
+Tensor nll_core(const Tensor& logp, const Tensor& target, const Tensor& weight, Reduction reduction, int64_t ignore_index) {
+  TargetWeights t = target_weights(target, weight, ignore_index, logp.dtype());
+  Tensor picked = gather(logp, 1, t.safe.unsqueeze(1)).squeeze(1);
+  Tensor loss = neg(mul(picked, t.w));
+  if (reduction == Reduction::Mean) return div(sum(loss), sum(t.w));  // weighted mean, as PyTorch
+  return reduce(loss, reduction);
+}
+
+// The fused path: logits [N, C], targets [N]; `count` non-ignored targets.
+Tensor fused_cross_entropy(const Tensor& x, const Tensor& target, Reduction reduction, int64_t ignore_index, int64_t count) {
+  const int64_t rows = x.shape()[0];
+  const DType cdt = x.dtype() == DType::F64 ? DType::F64 : DType::F32;
+  const Tensor xc = x.detach().contiguous(), tc = target.contiguous();
+  Tensor loss_rows = new_empty({rows}, cdt, x.device());
+  Tensor lse = new_empty({rows}, cdt, x.device());
+  K().cross_entropy.get(x.device(), x.dtype())(loss_rows, lse, xc, tc, ignore_index);
+  Tensor out;
+  if (reduction == Reduction::None) {
+    out = cast(loss_rows, x.dtype());
+  } else {
+    // Serial f64 sum of per-row losses: exact enough and independent of thread count.
+    const std::vector<double> v = loss_rows.to_vector<double>();
+    double total = 0;
+    for (double l : v) total += l;
+    if (reduction == Reduction::Mean) total /= static_cast<double>(count);  // 0/0 = NaN when all ignored, as PyTorch
+    out = scalar_tensor(total, TensorOptions(x.dtype()).device(x.device()));
+  }
+  // Mean divides by the number of non-ignored targets; with none, every gradient is 0.
+  const double scale = reduction == Reduction::Mean ? (count > 0 ? 1.0 / static_cast<double>(count) : 0.0) : 1.0;
+  autograd::record("CrossEntropyBackward", {x}, {out}, {x, tc, lse},
+                   [scale, ignore_index, cdt](const TensorList& g, const TensorList& s) {
+                     const Tensor &xs = s[0], &ts = s[1], &ls = s[2];
+                     if (GradMode::is_enabled()) {
+                       // create_graph: the same formula in differentiable ops.
+                       Tensor mask = ne(ts, static_cast<double>(ignore_index));
+                       Tensor safe = where(mask, ts, zeros_like(ts));
+                       Tensor onehot = cast(one_hot(safe, xs.shape()[1]), xs.dtype());
+                       Tensor gr = mul(mul(g[0].dim() == 0 ? g[0] : g[0].unsqueeze(1), cast(mask, xs.dtype()).unsqueeze(1)), scale);
+                       return TensorList{mul(sub(softmax(xs, 1), onehot), gr)};
+                     }
+                     Tensor gx = new_empty(xs.shape(), xs.dtype(), xs.device());
+                     K().cross_entropy_backward.get(xs.device(), xs.dtype())(gx, xs.contiguous(), ls, ts,
+                                                                             cast(g[0], cdt).contiguous(), scale, ignore_index);
+                     return TensorList{gx};
+                   });
+  return out;
+}
+
+// Logits [N, C, d1, ...] as [N * d1 * ..., C] rows (a copy when there are spatial dims).
+Tensor classes_last(const Tensor& x) {
+  if (x.dim() == 2) return x;
+  Shape perm{0};
+  for (int64_t d = 2; d < x.dim(); ++d) perm.push_back(d);
+  perm.push_back(1);
+  return x.permute(perm).reshape({-1, x.shape()[1]});
+}
+
+Tensor cross_entropy_probs(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& o, int64_t class_dim) {
+  const char* op = "cross_entropy";
+  const int64_t classes = logits.shape()[class_dim];
+  MINIDL_CHECK(o.ignore_index < 0, op, "ignore_index is not supported for probability (floating point) targets, got ",
+               o.ignore_index);
+  check_same_device(op, logits, target);
+  Tensor weight = checked_weight(op, o.weight, logits, classes);
+  Tensor logp = log_softmax(logits, class_dim);
+  Tensor t = cast(target, logits.dtype());
+  if (o.label_smoothing > 0) t = add(mul(t, 1.0 - o.label_smoothing), o.label_smoothing / static_cast<double>(classes));
+  Tensor prod = mul(logp, t);
+  if (weight.defined()) {
+    Shape ws(logits.dim(), 1);
+    ws[class_dim] = classes;
+    prod = mul(prod, weight.reshape(ws));
+  }
+  switch (o.reduction) {
+    case Reduction::None: return neg(sum(prod, {class_dim}));
+    case Reduction::Sum: return neg(sum(prod));
+    case Reduction::Mean: return div(neg(sum(prod)), static_cast<double>(logits.numel() / std::max<int64_t>(classes, 1)));
+  }
+  return prod;
+}
+}  // namespace
+
+Tensor nll_loss(const Tensor& input, const Tensor& target, const CrossEntropyOptions& o) {
+  const char* op = "nll_loss";
+  check_defined(input, op, "input");
+  check_defined(target, op, "target");
+  check_floating(op, input);
+  check_same_device(op, input, target);
+  MINIDL_CHECK(o.label_smoothing == 0.0, op, "label_smoothing is not supported (got ", o.label_smoothing,
+               "); use cross_entropy");
+  check_class_target(op, input, target);
+  if (input.dim() == 1) {
+    Tensor r = nll_loss(input.unsqueeze(0), target.reshape({1}), o);
+    return o.reduction == Reduction::None ? r.reshape({}) : r;
+  }
+  const int64_t classes = input.shape()[1];
+  Tensor weight = checked_weight(op, o.weight, input, classes);
+  check_class_range(op, target, classes, o.ignore_index);
+  return nll_core(input, target, weight, o.reduction, o.ignore_index);
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& o) {
+  const char* op = "cross_entropy";
+  check_defined(logits, op, "input");
+  check_defined(target, op, "target");
+  check_floating(op, logits);
+  MINIDL_CHECK(logits.dim() >= 1, op, "expected an input of shape [C] or [N, C, d1, ...], got ", logits.meta_str());
+  MINIDL_CHECK(o.label_smoothing >= 0.0 && o.label_smoothing <= 1.0, op,
+               "label_smoothing must be between 0.0 and 1.0, got ", o.label_smoothing);
+  const int64_t class_dim = logits.dim() == 1 ? 0 : 1;
+  if (target.shape() == logits.shape()) {
+    // Same shape as the input: class probabilities, as PyTorch.
+    MINIDL_CHECK(target.is_floating_point(), op, "expected a floating point target with class probabilities, got ",
+                 target.meta_str());
+    return cross_entropy_probs(logits, target, o, class_dim);
+  }
+  check_same_device(op, logits, target);
+  check_class_target(op, logits, target);
+  if (logits.dim() == 1) {
+    Tensor r = cross_entropy(logits.unsqueeze(0), target.reshape({1}), o);
+    return o.reduction == Reduction::None ? r.reshape({}) : r;
+  }
+  const int64_t classes = logits.shape()[1];
+  Tensor weight = checked_weight(op, o.weight, logits, classes);
+  const int64_t count = check_class_range(op, target, classes, o.ignore_index);
+
+  if (!weight.defined() && o.label_smoothing == 0.0) {
+    Tensor loss = fused_cross_entropy(classes_last(logits), target.reshape({-1}), o.reduction, o.ignore_index, count);
+    return o.reduction == Reduction::None ? loss.reshape(target.shape()) : loss;
+  }
+
+  Tensor logp = log_softmax(logits, 1);
+  Tensor nll = nll_core(logp, target, weight, o.reduction, o.ignore_index);
+  if (o.label_smoothing == 0.0) return nll;
+  // Label smoothing, as PyTorch 2.x: (1 - e) * nll + e / C * smooth, where smooth is the
+  // (weighted) sum of -log p over classes, 0 at ignored targets. Its mean divides by the summed
+  // target weights, or by the number of non-ignored targets when unweighted (PyTorch 1.x divided
+  // by all elements, ignored ones included).
+  const double eps = o.label_smoothing;
+  Tensor s = logp;
+  if (weight.defined()) {
+    Shape ws(logits.dim(), 1);
+    ws[1] = classes;
+    s = mul(s, weight.reshape(ws));
+  }
+  TargetWeights t = target_weights(target, weight, o.ignore_index, logits.dtype());
+  Tensor smooth = where(t.mask, neg(sum(s, {1})), zeros(target.shape(), TensorOptions(logits.dtype()).device(logits.device())));
+  Tensor ret;
+  switch (o.reduction) {
+    case Reduction::None: ret = smooth; break;
+    case Reduction::Sum: ret = sum(smooth); break;
+    case Reduction::Mean: ret = div(sum(smooth), sum(t.w)); break;  // t.w is the 0/1 mask when unweighted
+  }
+  return add(mul(nll, 1.0 - eps), mul(ret, eps / static_cast<double>(classes)));
+}
+
+// ---- regression losses
+
+namespace {
+void check_pair(const char* op, const Tensor& input, const Tensor& target) {
+  check_defined(input, op, "input");
+  check_defined(target, op, "target");
+  check_floating(op, input);
+  check_same_device(op, input, target);
+}
+}  // namespace
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  check_pair("mse_loss", input, target);
+  Tensor d = sub(input, target);  // broadcasts, as PyTorch (which only warns on a shape mismatch)
+  return reduce(mul(d, d), reduction);
+}
+
+Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  check_pair("l1_loss", input, target);
+  return reduce(abs(sub(input, target)), reduction);
+}
+
+// ---- binary cross-entropy
+
+namespace {
+void check_same_shape(const char* op, const Tensor& input, const Tensor& target) {
+  MINIDL_CHECK(input.shape() == target.shape(), op, "target size ", shape_str(target.shape()),
+               " must be the same as input size ", shape_str(input.shape()));
+}
+
+// log(x) clamped to >= -100, as PyTorch's binary_cross_entropy (so p = 0 or 1 gives a finite loss).
+Tensor clamped_log(const Tensor& x) { return clamp(log(x), -100.0, std::nullopt); }
+
+// softplus(-x) = log(1 + e^-x), computed stably as max(-x, 0) + log(1 + e^-|x|), with the smooth
+// gradient sigmoid(x) - 1 (the composite form would be wrong at the kink x = 0).
+Tensor softplus_neg(const Tensor& x) {
+  Tensor out;
+  {
+    NoGradGuard ng;
+    Tensor xd = x.detach();
+    out = add(relu(neg(xd)), log(add(exp(neg(abs(xd))), 1.0)));
+  }
+  autograd::record("SoftplusNegBackward", {x}, {out}, {x}, [](const TensorList& g, const TensorList& s) {
+    return TensorList{mul(g[0], sub(sigmoid(s[0]), 1.0))};
+  });
+  return out;
+}
+}  // namespace
+
+Tensor binary_cross_entropy(const Tensor& probs, const Tensor& target_in, Reduction reduction) {
+  const char* op = "binary_cross_entropy";
+  check_pair(op, probs, target_in);
+  check_same_shape(op, probs, target_in);
+  if (probs.numel() > 0) {
+    NoGradGuard ng;
+    const double lo = min(probs.detach()).item(), hi = max(probs.detach()).item();
+    MINIDL_CHECK(lo >= 0.0 && hi <= 1.0, op, "all elements of input should be between 0 and 1, got values in [", lo,
+                 ", ", hi, "]");
+  }
+  const Tensor p = probs;
+  const Tensor y = cast(target_in, probs.dtype());
+  Tensor loss;
+  {
+    NoGradGuard ng;
+    Tensor pd = p.detach(), yd = y.detach();
+    loss = neg(add(mul(yd, clamped_log(pd)), mul(rsub(yd, 1.0), clamped_log(rsub(pd, 1.0)))));
+  }
+  // d/dp = (p - y) / max(p (1 - p), 1e-12) (PyTorch's guard); d/dy = log(1 - p) - log(p), clamped.
+  autograd::record("BinaryCrossEntropyBackward", {p, y}, {loss}, {p, y}, [](const TensorList& g, const TensorList& s) {
+    const Tensor &pv = s[0], &yv = s[1];
+    Tensor gp = div(mul(g[0], sub(pv, yv)), clamp(mul(pv, rsub(pv, 1.0)), 1e-12, std::nullopt));
+    Tensor gy = mul(g[0], sub(clamped_log(rsub(pv, 1.0)), clamped_log(pv)));
+    return TensorList{gp, gy};
+  });
+  return reduce(loss, reduction);
+}
+
+Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target_in, Reduction reduction,
+                                        const Tensor& pos_weight_in) {
+  const char* op = "binary_cross_entropy_with_logits";
+  check_pair(op, logits, target_in);
+  check_same_shape(op, logits, target_in);
+  const Tensor x = logits;
+  const Tensor y = cast(target_in, logits.dtype());
+  Tensor pw;
+  if (pos_weight_in.defined()) {
+    check_same_device(op, logits, pos_weight_in);
+    broadcast_shapes(pos_weight_in.shape(), logits.shape(), op);
+    pw = cast(pos_weight_in, logits.dtype());
+  }
+  // loss = (1 - y) x + l softplus(-x), with l = (pw - 1) y + 1 (l = 1 without pos_weight).
+  Tensor loss;
+  {
+    NoGradGuard ng;
+    Tensor xd = x.detach(), yd = y.detach();
+    Tensor sp = softplus_neg(xd);
+    if (pw.defined()) sp = mul(add(mul(sub(pw.detach(), 1.0), yd), 1.0), sp);
+    loss = add(mul(rsub(yd, 1.0), xd), sp);
+  }
+  autograd::record("BinaryCrossEntropyWithLogitsBackward", {x, y, pw}, {loss}, {x, y, pw},
+                   [](const TensorList& g, const TensorList& s) {
+                     const Tensor &xv = s[0], &yv = s[1], &pv = s[2];
+                     // dx = l sigmoid(x) - pw y;  dy = (pw - 1) softplus(-x) - x;  dpw = y softplus(-x)
+                     if (!pv.defined())
+                       return TensorList{mul(g[0], sub(sigmoid(xv), yv)), mul(g[0], neg(xv)), Tensor()};
+                     Tensor l = add(mul(sub(pv, 1.0), yv), 1.0);
+                     Tensor sp = softplus_neg(xv);
+                     Tensor gx = mul(g[0], sub(mul(l, sigmoid(xv)), mul(pv, yv)));
+                     Tensor gy = mul(g[0], sub(mul(sub(pv, 1.0), sp), xv));
+                     Tensor gpw = sum_to(mul(mul(g[0], yv), sp), pv.shape());
+                     return TensorList{gx, gy, gpw};
+                   });
+  return reduce(loss, reduction);
+}
+
+}  // namespace minidl

@@ -1,0 +1,62 @@
+// Random factories (rand, randn, randint) and dropout. Each call claims a range of Philox blocks
+// from the generator (the default one unless given), and the device kernel fills the tensor from
+// those counters: results depend only on the seed and the sequence of calls, never on threads.
+// Autocast policy: None (dropout runs in its input's dtype).
+#include "ops/common.h"
+
+namespace minidl {
+
+using namespace ops_detail;
+using autograd::TensorList;
+using kernels::RandomDist;
+
+namespace {
+Tensor random_fill(RandomDist dist, const Tensor& out, Generator* gen, double a, double b) {
+  Generator& g = gen ? *gen : default_generator();
+  const uint64_t offset = g.reserve(kernels::random_blocks(out.numel()));
+  K().random.get(out.device(), out.dtype())(dist, out, g.initial_seed(), offset, a, b);
+  return out;
+}
+
+Tensor floating_factory(const char* name, RandomDist dist, const Shape& shape, const TensorOptions& opts, Generator* gen) {
+  MINIDL_CHECK(is_floating(opts.dtype_), name, "expected a floating dtype, got ", dtype_name(opts.dtype_),
+               " (use randint for integers)");
+  Tensor out = random_fill(dist, empty(shape, TensorOptions(opts.dtype_).device(opts.device_)), gen, 0.0, 1.0);
+  if (opts.requires_grad_) out.requires_grad_();
+  return out;
+}
+}  // namespace
+
+Tensor rand(const Shape& shape, TensorOptions opts, Generator* gen) {
+  return floating_factory("rand", RandomDist::Uniform, shape, opts, gen);
+}
+
+Tensor randn(const Shape& shape, TensorOptions opts, Generator* gen) {
+  return floating_factory("randn", RandomDist::Normal, shape, opts, gen);
+}
+
+Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions opts, Generator* gen) {
+  MINIDL_CHECK(low < high, "randint", "expected low < high, got low=", low, ", high=", high);
+  Tensor out = empty(shape, TensorOptions(opts.dtype_).device(opts.device_));
+  random_fill(RandomDist::Integer, out, gen, static_cast<double>(low), static_cast<double>(high));
+  if (opts.requires_grad_) out.requires_grad_();
+  return out;
+}
+
+// Inverted dropout, as torch.nn.functional.dropout: kept elements are scaled by 1/(1-p) so the
+// expectation is unchanged; the backward multiplies by the same saved (scaled) mask.
+Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
+  check_defined(x, "dropout", "input");
+  MINIDL_CHECK(p >= 0.0 && p <= 1.0, "dropout", "probability has to be between 0 and 1, but got ", p);
+  if (!training || p == 0.0) return x;
+  check_floating("dropout", x);
+  if (p == 1.0) return mul(x, 0.0);  // all dropped; still connected, with a zero gradient
+  Tensor mask = random_fill(RandomDist::KeepMask, new_empty(x.shape(), x.dtype(), x.device()), gen, p, 1.0 / (1.0 - p));
+  Tensor out = new_empty(x.shape(), x.dtype(), x.device());
+  K().binary.get(x.device(), x.dtype())(kernels::BinaryOp::Mul, out, x.detach(), mask, 0.0, 1.0);
+  autograd::record("DropoutBackward", {x}, {out}, {mask},
+                   [](const TensorList& g, const TensorList& s) { return TensorList{mul(g[0], s[0])}; });
+  return out;
+}
+
+}  // namespace minidl
