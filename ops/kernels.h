@@ -85,6 +85,65 @@ enum class RandomDist : uint8_t {
 using RandomFn = void (*)(RandomDist dist, const Tensor& out, uint64_t seed, uint64_t offset, double a, double b);
 inline uint64_t random_blocks(int64_t numel) { return static_cast<uint64_t>((numel + 1) / 2); }
 
+// GradScaler's fused pass: g *= inv_scale in place over a contiguous gradient; returns whether any
+// value was inf/NaN. counts (optional) receives the number of infs and NaNs.
+using UnscaleFn = bool (*)(const Tensor& grad, float inv_scale, std::pair<int64_t, int64_t>* counts);
+
+// ---- convolution (ops/conv.cpp; CPU kernels in ops/cpu/conv.cpp)
+// Geometry of a 2-D convolution, validated by the op: input x [N, C, H, W], weight
+// [O, C/groups, kH, kW], output y [N, O, OH, OW]. Output (oh, ow) reads input row
+// oh*sh - ph + i*dh and column ow*sw - pw + j*dw for tap (i, j); taps outside the input read 0.
+// ph/pw are the top/left padding; the bottom/right padding is implied by OH/OW (so asymmetric
+// "same" padding needs no copy).
+struct Conv2dGeometry {
+  int64_t N = 0, C = 0, H = 0, W = 0;
+  int64_t O = 0, kH = 1, kW = 1;
+  int64_t OH = 0, OW = 0;
+  int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
+  int64_t groups = 1;
+};
+// All three take contiguous tensors of one floating dtype (the table's key); f16/bf16 compute in f32.
+// y <- conv(x, w) (+ b[o] when b is defined).
+using Conv2dFn = void (*)(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dGeometry& g);
+// gx <- the adjoint of conv in x applied to gy, i.e. a transposed convolution (+ b[c] when defined).
+using Conv2dInputGradFn = void (*)(const Tensor& gx, const Tensor& gy, const Tensor& w, const Tensor& b,
+                                   const Conv2dGeometry& g);
+// gw <- sum over the batch of gy[n] times im2col(x[n])^T; gb[o] <- sum of gy[:, o] when gb is defined.
+using Conv2dWeightGradFn = void (*)(const Tensor& gw, const Tensor& gb, const Tensor& x, const Tensor& gy,
+                                    const Conv2dGeometry& g);
+
+// ---- pooling (ops/pool.cpp; CPU kernels in ops/cpu/pool.cpp)
+// x [N, C, H, W] -> y [N, C, OH, OW], contiguous. Max: window (oh, ow) has kH x kW taps dh/dw apart
+// starting at (oh*sh - ph, ow*sw - pw), clipped to the input. Avg: PyTorch's windows and divisors
+// (count_include_pad: divide by the window clipped to the padded input); adaptive: rows
+// floor(oh*H/OH) .. ceil((oh+1)*H/OH), likewise columns (kernel, stride and padding unused).
+struct Pool2dGeometry {
+  int64_t N = 0, C = 0, H = 0, W = 0, OH = 0, OW = 0;
+  int64_t kH = 1, kW = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
+  bool count_include_pad = true;
+  bool adaptive = false;
+};
+// y <- window max; indices (i64, same shape) <- flat index ih*W + iw of the first max (NaN wins).
+using MaxPool2dFn = void (*)(const Tensor& y, const Tensor& indices, const Tensor& x, const Pool2dGeometry& g);
+// gx <- 0, then gx[n, c, indices[n, c, o]] += gy[n, c, o].
+using MaxPool2dBackwardFn = void (*)(const Tensor& gx, const Tensor& gy, const Tensor& indices, const Pool2dGeometry& g);
+using AvgPool2dFn = void (*)(const Tensor& y, const Tensor& x, const Pool2dGeometry& g);
+// gx <- the adjoint of the average pool applied to gy.
+using AvgPool2dBackwardFn = void (*)(const Tensor& gx, const Tensor& gy, const Pool2dGeometry& g);
+
+// ---- batch norm (ops/batch_norm.cpp; CPU kernels in ops/cpu/batch_norm.cpp)
+// x, y, gy, gx: contiguous [N, C, ...] viewed as [N, C, S]; keyed by x's dtype. Per-channel vectors
+// are contiguous [C] in the compute dtype (f64 for f64 x, else f32). M = N*S.
+// mean[c], var[c] <- batch mean and biased variance over (N, S).
+using BatchNormStatsFn = void (*)(const Tensor& mean, const Tensor& var, const Tensor& x);
+// y <- x * scale[c] + shift[c], in x's dtype.
+using BatchNormApplyFn = void (*)(const Tensor& y, const Tensor& x, const Tensor& scale, const Tensor& shift);
+// sum_dy[c] <- sum gy; sum_dy_xhat[c] <- sum gy * xhat with xhat = (x - mean[c]) * invstd[c]; then, when gx is
+// defined: gx <- scale[c] * (gy - sum_dy[c]/M - xhat * sum_dy_xhat[c]/M) (training) or gy * scale[c] (eval).
+using BatchNormBackwardFn = void (*)(const Tensor& gx, const Tensor& sum_dy, const Tensor& sum_dy_xhat, const Tensor& gy,
+                                     const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& scale,
+                                     bool training);
+
 struct Registry {
   KernelTable<FillFn> fill{"fill_"};
   KernelTable<CopyFn> copy{"copy_"};
@@ -99,9 +158,20 @@ struct Registry {
   KernelTable<IndexAddFn> index_add{"index_add"};
   KernelTable<GatherFn> gather{"gather"};
   KernelTable<ScatterAddFn> scatter_add{"scatter_add"};
+  KernelTable<UnscaleFn> unscale{"non_finite_check_and_unscale"};
   KernelTable<CrossEntropyFn> cross_entropy{"cross_entropy"};
   KernelTable<CrossEntropyBackwardFn> cross_entropy_backward{"cross_entropy_backward"};
   KernelTable<RandomFn> random{"random"};
+  KernelTable<Conv2dFn> conv2d{"conv2d"};
+  KernelTable<Conv2dInputGradFn> conv2d_input_grad{"conv2d_input_grad"};
+  KernelTable<Conv2dWeightGradFn> conv2d_weight_grad{"conv2d_weight_grad"};
+  KernelTable<MaxPool2dFn> max_pool2d{"max_pool2d"};
+  KernelTable<MaxPool2dBackwardFn> max_pool2d_backward{"max_pool2d_backward"};
+  KernelTable<AvgPool2dFn> avg_pool2d{"avg_pool2d"};
+  KernelTable<AvgPool2dBackwardFn> avg_pool2d_backward{"avg_pool2d_backward"};
+  KernelTable<BatchNormStatsFn> batch_norm_stats{"batch_norm_stats"};
+  KernelTable<BatchNormApplyFn> batch_norm_apply{"batch_norm_apply"};
+  KernelTable<BatchNormBackwardFn> batch_norm_backward{"batch_norm_backward"};
 };
 
 const Registry& registry();

@@ -7,6 +7,7 @@ void register_copy(Registry& r);
 void register_elementwise(Registry& r);
 void register_gemm(Registry& r);
 void register_reduce(Registry& r);
+void register_amp(Registry& r);
 void register_softmax(Registry& r);
 void register_index(Registry& r);
 void register_random(Registry& r);
@@ -16,6 +17,7 @@ void register_kernels(Registry& r) {
   register_elementwise(r);
   register_gemm(r);
   register_reduce(r);
+  register_amp(r);
   register_softmax(r);
   register_index(r);
   register_random(r);
