@@ -168,6 +168,27 @@ TEST_CASE("Philox4x32-10 matches the Random123 known-answer vectors", "[random]"
   CHECK(philox4x32(~0ULL, ~0ULL, ~0ULL) == std::array<uint32_t, 4>{0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu});
 }
 
+TEST_CASE("tensor fills follow the documented counter layout", "[random]") {
+  // Element k of an f32 fill is word k % 4 of block k / 4 (24 bits); of an f64 fill, words
+  // 2(k % 2), 2(k % 2) + 1 of block k / 2 (53 bits). 150 elements cross several batches.
+  const uint64_t seed = 0x1234567890ULL;
+  Generator g(seed);
+  std::vector<float> f = rand({150}, DType::F32, &g).to_vector<float>();
+  const uint64_t next = g.offset();
+  CHECK(next == 75);  // random_blocks(150)
+  std::vector<double> d = rand({150}, DType::F64, &g).to_vector<double>();
+  bool f_ok = true, d_ok = true;
+  for (uint64_t k = 0; k < 150; ++k) {
+    const auto w = philox4x32(seed, k / 4);
+    f_ok = f_ok && f[k] == bits_to_unit_float(w[k % 4]);
+    const auto v = philox4x32(seed, next + k / 2);
+    const uint64_t bits = (static_cast<uint64_t>(v[2 * (k % 2) + 1]) << 32) | v[2 * (k % 2)];
+    d_ok = d_ok && d[k] == bits_to_unit_double(bits);
+  }
+  CHECK(f_ok);
+  CHECK(d_ok);
+}
+
 TEST_CASE("a generator is reproducible from its seed and from a saved state", "[random]") {
   Generator g(123);
   std::vector<uint64_t> first;
