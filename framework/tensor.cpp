@@ -63,6 +63,11 @@ double Tensor::item() const {
   return to_vector<double>()[0];
 }
 
+int64_t Tensor::item_int() const {
+  MINIDL_CHECK(numel() == 1, "item", "a Tensor with ", numel(), " elements cannot be converted to a scalar");
+  return to_vector<int64_t>()[0];
+}
+
 #define MINIDL_INSTANTIATE(T)                         \
   template T* Tensor::data_ptr<T>() const;            \
   template std::vector<T> Tensor::to_vector<T>() const;

@@ -7,6 +7,7 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "framework/device.h"
@@ -82,7 +83,11 @@ class Tensor {
   template <class T> T* data_ptr() const;
   template <class T> std::vector<T> to_vector() const;  // contiguous copy in element order
   double item() const;                                   // one-element tensors
-  template <class T> T item() const { return static_cast<T>(item()); }
+  int64_t item_int() const;                              // exact for i64 (item() rounds above 2^53)
+  template <class T> T item() const {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) return static_cast<T>(item_int());
+    else return static_cast<T>(item());
+  }
 
   // ---- autograd
   bool requires_grad() const { return impl()->requires_grad; }

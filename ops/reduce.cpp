@@ -71,6 +71,8 @@ Tensor mean(const Tensor& x, std::vector<int64_t> dims_in, bool keepdim) {
   check_defined(x, "mean", "self");
   MINIDL_CHECK(x.is_floating_point(), "mean", "could not infer output dtype: input is ", dtype_name(x.dtype()),
                "; cast to a floating dtype first");
+  // f16/bf16: sum and divide in f32, round once (the sum alone may overflow, as PyTorch avoids).
+  if (is_low_precision(x.dtype())) return cast(mean(cast(x, DType::F32), std::move(dims_in), keepdim), x.dtype());
   std::vector<int64_t> dims = normalize_dims(dims_in, x.dim(), "mean");
   int64_t count = 1;
   for (int64_t d : dims) if (x.dim() > 0) count *= x.shape()[d];
@@ -80,6 +82,8 @@ Tensor mean(const Tensor& x, std::vector<int64_t> dims_in, bool keepdim) {
 Tensor var(const Tensor& x, std::vector<int64_t> dims_in, int64_t correction, bool keepdim) {
   check_defined(x, "var", "self");
   check_floating("var", x);
+  // f16/bf16: squares and their sum are computed in f32 (they overflow f16 long before the result).
+  if (is_low_precision(x.dtype())) return cast(var(cast(x, DType::F32), std::move(dims_in), correction, keepdim), x.dtype());
   std::vector<int64_t> dims = normalize_dims(dims_in, x.dim(), "var");
   int64_t count = 1;
   for (int64_t d : dims) if (x.dim() > 0) count *= x.shape()[d];

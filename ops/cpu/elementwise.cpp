@@ -68,7 +68,14 @@ void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor&
   }
   const C al = static_cast<C>(alpha);
   const C sc = static_cast<C>(scalar);
-  auto run = [&](auto f) { binary_rows<T, T>(out, a, b, f); };
+  // For f16/bf16 the 0-dim b above holds the scalar rounded to T; arithmetic uses it at compute
+  // precision instead (PyTorch's opmath), so mul(x, 0.1) is round(x * 0.1f), not x * round(0.1).
+  const bool scalar_operand = !b_in.defined();
+  auto run = [&](auto f) {
+    if constexpr (is_low_precision_v<T>)
+      if (scalar_operand) return binary_rows<T, T>(out, a, b, [f, sc](C x, C) -> C { return f(x, sc); });
+    binary_rows<T, T>(out, a, b, f);
+  };
   auto cmp = [&](auto f) { binary_rows<T, bool>(out, a, b, f); };
   if (op >= BinaryOp::Eq && op <= BinaryOp::Ge) {
     switch (op) {

@@ -1,0 +1,696 @@
+// Every op against a plain f64 implementation written here (loops over std::vector<double>), on
+// random inputs: broadcasting (scalar, row, column, 3-D), non-contiguous inputs (transposed,
+// sliced with steps, expanded), inputs above the OpenMP grain (parallel paths), reductions over
+// every dim combination, matmul sizes that are not multiples of 8, integer dtypes and type
+// promotion. The references never call minidl ops: they read values and strides only.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
+#include <sstream>
+
+#include "framework/half.h"
+#include "minidl.h"
+
+using namespace minidl;
+
+namespace {
+
+using Vec = std::vector<double>;
+
+Vec randv(int64_t n, double lo, double hi, uint64_t seed, DType dt = DType::F64) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  Vec v(n);
+  for (double& x : v) {
+    x = u(rng);
+    if (dt == DType::F32) x = static_cast<float>(x);  // the reference sees what the tensor holds
+  }
+  return v;
+}
+
+Tensor make(const Vec& v, const Shape& s, DType dt = DType::F64) { return from_vector(v, s).to(dt); }
+
+// Calls f(index, linear position) for every element of `shape` in row-major order.
+void for_each_index(const Shape& shape, const std::function<void(const Shape&, int64_t)>& f) {
+  const int64_t n = numel_of(shape);
+  Shape idx(shape.size(), 0);
+  for (int64_t k = 0; k < n; ++k) {
+    f(idx, k);
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+// The logical values of `view`, a view over a contiguous base whose storage holds `base`.
+Vec view_values(const Vec& base, const Tensor& view) {
+  Vec out(view.numel());
+  for_each_index(view.shape(), [&](const Shape& idx, int64_t k) {
+    int64_t off = view.offset();
+    for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * view.strides()[d];
+    out[k] = base.at(off);
+  });
+  return out;
+}
+
+Shape ref_broadcast(const Shape& a, const Shape& b) {
+  const size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i + a.size() >= n ? a[i + a.size() - n] : 1;
+    int64_t db = i + b.size() >= n ? b[i + b.size() - n] : 1;
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+// Value of a (shape sa, row-major values) at the broadcast output index idx.
+double at_broadcast(const Vec& a, const Shape& sa, const Shape& idx) {
+  int64_t off = 0, stride = 1;
+  for (size_t d = sa.size(); d-- > 0;) {
+    const int64_t i = sa[d] == 1 ? 0 : idx[idx.size() - sa.size() + d];
+    off += i * stride;
+    stride *= sa[d];
+  }
+  return a[off];
+}
+
+Vec ref_map2(const Vec& a, const Shape& sa, const Vec& b, const Shape& sb, const std::function<double(double, double)>& f) {
+  const Shape out = ref_broadcast(sa, sb);
+  Vec r(numel_of(out));
+  for_each_index(out, [&](const Shape& idx, int64_t k) { r[k] = f(at_broadcast(a, sa, idx), at_broadcast(b, sb, idx)); });
+  return r;
+}
+
+Vec ref_map1(const Vec& a, const std::function<double(double)>& f) {
+  Vec r(a.size());
+  for (size_t i = 0; i < a.size(); ++i) r[i] = f(a[i]);
+  return r;
+}
+
+// "" when got has `shape` and every value is within atol + rtol * |want| (NaN matches NaN).
+std::string close(const Tensor& got, const Shape& shape, const Vec& want, double rtol, double atol = 0) {
+  std::ostringstream os;
+  if (got.shape() != shape) {
+    os << "shape " << shape_str(got.shape()) << ", expected " << shape_str(shape);
+    return os.str();
+  }
+  Vec g = got.to_vector<double>();
+  for (size_t k = 0; k < want.size(); ++k) {
+    const bool both_nan = std::isnan(g[k]) && std::isnan(want[k]);
+    const bool same_inf = std::isinf(want[k]) && g[k] == want[k];
+    if (!(both_nan || same_inf || std::abs(g[k] - want[k]) <= atol + rtol * std::abs(want[k]))) {
+      os << "element " << k << ": got " << g[k] << ", expected " << want[k] << " (" << got.meta_str() << ")";
+      return os.str();
+    }
+  }
+  return "";
+}
+
+double rtol_for(DType dt) { return dt == DType::F64 ? 1e-13 : 4e-6; }
+
+constexpr double kSqrt1_2 = 0.70710678118654752440;
+double gelu_ref(double x) { return 0.5 * x * (1 + std::erf(x * kSqrt1_2)); }
+double gelu_tanh_ref(double x) { return 0.5 * x * (1 + std::tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x))); }
+
+struct BinCase {
+  const char* name;
+  std::function<Tensor(const Tensor&, const Tensor&)> op;
+  std::function<double(double, double)> ref;
+  double lo = -3, hi = 3;  // input range (positive for pow/div denominators)
+};
+
+const std::vector<BinCase>& binary_cases() {
+  static const std::vector<BinCase> cases = {
+      {"add", [](const Tensor& a, const Tensor& b) { return add(a, b); }, [](double x, double y) { return x + y; }},
+      {"add alpha", [](const Tensor& a, const Tensor& b) { return add(a, b, -1.5); }, [](double x, double y) { return x - 1.5 * y; }},
+      {"sub", [](const Tensor& a, const Tensor& b) { return sub(a, b); }, [](double x, double y) { return x - y; }},
+      {"sub alpha", [](const Tensor& a, const Tensor& b) { return sub(a, b, 2.0); }, [](double x, double y) { return x - 2 * y; }},
+      {"mul", [](const Tensor& a, const Tensor& b) { return mul(a, b); }, [](double x, double y) { return x * y; }},
+      {"div", [](const Tensor& a, const Tensor& b) { return div(a, b); }, [](double x, double y) { return x / y; }, 0.5, 3},
+      {"pow", [](const Tensor& a, const Tensor& b) { return pow(a, b); }, [](double x, double y) { return std::pow(x, y); }, 0.5, 3},
+      {"maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); }, [](double x, double y) { return std::max(x, y); }},
+      {"minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); }, [](double x, double y) { return std::min(x, y); }},
+      {"eq", [](const Tensor& a, const Tensor& b) { return eq(a, b); }, [](double x, double y) { return double(x == y); }},
+      {"ne", [](const Tensor& a, const Tensor& b) { return ne(a, b); }, [](double x, double y) { return double(x != y); }},
+      {"lt", [](const Tensor& a, const Tensor& b) { return lt(a, b); }, [](double x, double y) { return double(x < y); }},
+      {"le", [](const Tensor& a, const Tensor& b) { return le(a, b); }, [](double x, double y) { return double(x <= y); }},
+      {"gt", [](const Tensor& a, const Tensor& b) { return gt(a, b); }, [](double x, double y) { return double(x > y); }},
+      {"ge", [](const Tensor& a, const Tensor& b) { return ge(a, b); }, [](double x, double y) { return double(x >= y); }},
+  };
+  return cases;
+}
+
+struct UnCase {
+  const char* name;
+  std::function<Tensor(const Tensor&)> op;
+  std::function<double(double)> ref;
+  double lo = -4, hi = 4;
+};
+
+const std::vector<UnCase>& unary_cases() {
+  static const std::vector<UnCase> cases = {
+      {"neg", [](const Tensor& x) { return neg(x); }, [](double v) { return -v; }},
+      {"exp", [](const Tensor& x) { return exp(x); }, [](double v) { return std::exp(v); }},
+      {"log", [](const Tensor& x) { return log(x); }, [](double v) { return std::log(v); }, 0.01, 5},
+      {"sqrt", [](const Tensor& x) { return sqrt(x); }, [](double v) { return std::sqrt(v); }, 0, 5},
+      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, [](double v) { return 1 / std::sqrt(v); }, 0.01, 5},
+      {"abs", [](const Tensor& x) { return abs(x); }, [](double v) { return std::abs(v); }},
+      {"sign", [](const Tensor& x) { return sign(x); }, [](double v) { return double((v > 0) - (v < 0)); }},
+      {"tanh", [](const Tensor& x) { return tanh(x); }, [](double v) { return std::tanh(v); }},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, [](double v) { return 1 / (1 + std::exp(-v)); }, -20, 20},
+      {"relu", [](const Tensor& x) { return relu(x); }, [](double v) { return v > 0 ? v : 0; }},
+      {"leaky_relu", [](const Tensor& x) { return leaky_relu(x, 0.1); }, [](double v) { return v > 0 ? v : 0.1 * v; }},
+      {"gelu", [](const Tensor& x) { return gelu(x); }, gelu_ref},
+      {"gelu tanh", [](const Tensor& x) { return gelu(x, true); }, gelu_tanh_ref},
+      {"softplus", [](const Tensor& x) { return softplus(x); }, [](double v) { return std::log1p(std::exp(v)); }, -30, 19},
+      {"softplus beta threshold", [](const Tensor& x) { return softplus(x, 2.0, 3.0); },
+       [](double v) { return 2 * v > 3 ? v : std::log1p(std::exp(2 * v)) / 2; }},
+      {"clamp", [](const Tensor& x) { return clamp(x, -1.0, 2.0); }, [](double v) { return std::min(std::max(v, -1.0), 2.0); }},
+      {"clamp min", [](const Tensor& x) { return clamp(x, 0.5, std::nullopt); }, [](double v) { return std::max(v, 0.5); }},
+      {"add scalar", [](const Tensor& x) { return add(x, 2.5); }, [](double v) { return v + 2.5; }},
+      {"sub scalar", [](const Tensor& x) { return sub(x, 2.5); }, [](double v) { return v - 2.5; }},
+      {"rsub scalar", [](const Tensor& x) { return rsub(x, 2.5); }, [](double v) { return 2.5 - v; }},
+      {"mul scalar", [](const Tensor& x) { return mul(x, -0.75); }, [](double v) { return v * -0.75; }},
+      {"div scalar", [](const Tensor& x) { return div(x, 4.0); }, [](double v) { return v / 4; }},
+      {"pow scalar", [](const Tensor& x) { return pow(x, 3.0); }, [](double v) { return v * v * v; }},
+      {"pow scalar fractional", [](const Tensor& x) { return pow(x, 1.5); }, [](double v) { return std::pow(v, 1.5); }, 0, 4},
+  };
+  return cases;
+}
+
+// Reference reduction of x (row-major, `shape`) over sorted dims; result in keepdim shape.
+enum class R { Sum, Mean, Var, Max, Min, ArgMax, ArgMin };
+Vec ref_reduce(const Vec& x, const Shape& shape, const std::vector<int64_t>& dims, R op, int64_t correction = 1) {
+  Shape ks = shape;
+  for (int64_t d : dims) ks[d] = 1;
+  Vec out(numel_of(ks));
+  std::vector<Vec> groups(out.size());
+  std::vector<std::vector<int64_t>> pos(out.size());
+  for_each_index(shape, [&](const Shape& idx, int64_t k) {
+    int64_t o = 0, stride = 1, p = 0, pstride = 1;
+    for (size_t d = shape.size(); d-- > 0;) {
+      const bool red = std::find(dims.begin(), dims.end(), static_cast<int64_t>(d)) != dims.end();
+      o += (red ? 0 : idx[d]) * stride;
+      stride *= ks[d];
+      if (red) {
+        p += idx[d] * pstride;
+        pstride *= shape[d];
+      }
+    }
+    groups[o].push_back(x[k]);
+    pos[o].push_back(p);
+  });
+  for (size_t o = 0; o < out.size(); ++o) {
+    const Vec& g = groups[o];
+    double s = 0;
+    for (double v : g) s += v;
+    switch (op) {
+      case R::Sum: out[o] = s; break;
+      case R::Mean: out[o] = s / g.size(); break;
+      case R::Var: {
+        double m = s / g.size(), ss = 0;
+        for (double v : g) ss += (v - m) * (v - m);
+        out[o] = ss / (static_cast<double>(g.size()) - correction);
+        break;
+      }
+      case R::Max: out[o] = *std::max_element(g.begin(), g.end()); break;
+      case R::Min: out[o] = *std::min_element(g.begin(), g.end()); break;
+      case R::ArgMax: out[o] = pos[o][std::max_element(g.begin(), g.end()) - g.begin()]; break;
+      case R::ArgMin: out[o] = pos[o][std::min_element(g.begin(), g.end()) - g.begin()]; break;
+    }
+  }
+  return out;
+}
+
+Shape drop(const Shape& s, const std::vector<int64_t>& dims) {
+  Shape r;
+  for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) r.push_back(s[d]);
+  return r;
+}
+
+// C = A[m,k] @ B[k,n], row-major.
+Vec ref_mm(const Vec& a, const Vec& b, int64_t m, int64_t k, int64_t n) {
+  Vec c(m * n, 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < k; ++p) s += a[i * k + p] * b[p * n + j];
+      c[i * n + j] = s;
+    }
+  return c;
+}
+
+Vec transpose_ref(const Vec& a, int64_t rows, int64_t cols) {
+  Vec t(a.size());
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) t[j * rows + i] = a[i * cols + j];
+  return t;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- element-wise
+
+TEST_CASE("binary ops match the f64 reference across broadcasting shapes", "[reference][binary]") {
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{2, 3}, {2, 3}}, {{2, 3}, {}},     {{}, {2, 3}},     {{}, {}},          {{3, 1}, {1, 4}},
+      {{2, 3}, {3}},    {{4, 1}, {4, 5}}, {{2, 1, 4}, {3, 1}}, {{5}, {2, 3, 1}}, {{2, 3, 4}, {2, 3, 4}},
+      {{0, 3}, {3}},
+  };
+  uint64_t seed = 1;
+  for (DType dt : {DType::F64, DType::F32}) {
+    for (const BinCase& c : binary_cases()) {
+      for (const auto& [sa, sb] : shapes) {
+        Vec a = randv(numel_of(sa), c.lo, c.hi, seed++, dt), b = randv(numel_of(sb), c.lo, c.hi, seed++, dt);
+        if (numel_of(sa) > 1 && numel_of(sb) > 1) b[0] = a[0];  // a tie for comparisons and max/min
+        INFO(c.name << " " << dtype_name(dt) << " " << shape_str(sa) << " x " << shape_str(sb));
+        Tensor out = c.op(make(a, sa, dt), make(b, sb, dt));
+        CHECK(close(out, ref_broadcast(sa, sb), ref_map2(a, sa, b, sb, c.ref), rtol_for(dt), 1e-300) == "");
+      }
+    }
+  }
+}
+
+TEST_CASE("binary ops on non-contiguous inputs: transposed, sliced with steps, expanded", "[reference][binary]") {
+  Vec base_a = randv(6 * 8, 0.5, 3, 11), base_b = randv(8 * 6, 0.5, 3, 12);
+  Tensor A = make(base_a, {6, 8}), B = make(base_b, {8, 6});
+  // Each pair has the same logical shape [3, 4] (or broadcasts to it).
+  const std::vector<std::pair<Tensor, Tensor>> pairs = {
+      {A.slice(0, 0, 6, 2).slice(1, 1, 8, 2), B.t().slice(0, 2, 5).slice(1, 0, 8, 2)},
+      {A.t().slice(0, 0, 3).slice(1, 1, 5), B.slice(0, 3, 6).slice(1, 0, 4)},
+      {A.select(1, 3).slice(0, 0, 3).unsqueeze(1).expand({3, 4}), B.slice(0, 0, 4).select(1, 5).expand({3, 4})},
+      {A.narrow(0, 2, 3).narrow(1, 4, 4), B.t().select(1, 7).slice(0, 0, 4)},
+  };
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const auto& [a, b] = pairs[i];
+    Vec va = view_values(base_a, a), vb = view_values(base_b, b);
+    for (const BinCase& c : binary_cases()) {
+      INFO("pair " << i << " " << c.name);
+      CHECK(close(c.op(a, b), ref_broadcast(a.shape(), b.shape()), ref_map2(va, a.shape(), vb, b.shape(), c.ref), 1e-13) == "");
+    }
+  }
+}
+
+TEST_CASE("unary ops match the f64 reference, contiguous and strided", "[reference][unary]") {
+  uint64_t seed = 100;
+  for (DType dt : {DType::F64, DType::F32}) {
+    for (const UnCase& c : unary_cases()) {
+      INFO(c.name << " " << dtype_name(dt));
+      Vec a = randv(3 * 5 * 7, c.lo, c.hi, seed++, dt);
+      a[0] = c.lo;  // the range's edges (0 for sqrt, thresholds' neighbourhood)
+      Tensor x = make(a, {3, 5, 7}, dt);
+      // Absolute slack for values that cancel (gelu's 1 + erf(x) near x = -4) in f32.
+      const double rtol = rtol_for(dt) * 4, atol = dt == DType::F64 ? 1e-15 : 1e-6;
+      CHECK(close(c.op(x), {3, 5, 7}, ref_map1(a, c.ref), rtol, atol) == "");
+      Tensor v = x.permute({2, 0, 1}).slice(0, 1, 7, 3);  // strided, offset view
+      CHECK(close(c.op(v), v.shape(), ref_map1(view_values(a, v), c.ref), rtol, atol) == "");
+      CHECK(close(c.op(x.select(2, 6)), {3, 5}, ref_map1(view_values(a, x.select(2, 6)), c.ref), rtol, atol) == "");
+    }
+  }
+}
+
+TEST_CASE("special values: NaN propagates through max/min/clamp/relu, inf through exp/log", "[reference][unary]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  Tensor x = from_vector<double>({nan, 1.0, -inf, inf, 0.0});
+  Tensor y = from_vector<double>({0.0, nan, 0.0, 0.0, -0.0});
+  CHECK(close(maximum(x, y), {5}, {nan, nan, 0, inf, 0}, 0) == "");
+  CHECK(close(minimum(x, y), {5}, {nan, nan, -inf, 0, 0}, 0) == "");
+  CHECK(close(clamp(x, -1.0, 1.0), {5}, {nan, 1, -1, 1, 0}, 0) == "");
+  CHECK(close(exp(x), {5}, {nan, std::exp(1.0), 0, inf, 1}, 1e-15) == "");
+  CHECK(close(log(from_vector<double>({0.0, -1.0, inf})), {3}, {-inf, nan, inf}, 0) == "");
+  CHECK(close(sigmoid(from_vector<double>({-inf, inf, -800, 800})), {4}, {0, 1, 0, 1}, 0) == "");
+  CHECK(close(softplus(from_vector<double>({-800, 800})), {2}, {0, 800}, 0) == "");
+  CHECK(close(div(from_vector<double>({1, -1, 0}), zeros({3}, DType::F64)), {3}, {inf, -inf, nan}, 0) == "");
+  CHECK(close(sign(from_vector<double>({-0.0, 0.0, -2, 3})), {4}, {0, 0, -1, 1}, 0) == "");
+  CHECK(max(from_vector<double>({1, nan, 3})).item() != max(from_vector<double>({1, nan, 3})).item());  // NaN
+  auto [v, i] = max(from_vector<double>({1, nan, 3, nan}, {1, 4}), 1);
+  CHECK(std::isnan(v.item()));
+  CHECK(i.item<int64_t>() == 1);  // the first NaN, as PyTorch
+}
+
+TEST_CASE("where matches the reference with broadcasting and promotion", "[reference][where]") {
+  Vec c = randv(12, -1, 1, 21), a = randv(4, -5, 5, 22), b = randv(3, -5, 5, 23);
+  Tensor cond = gt(make(c, {3, 4}), 0.0);
+  Tensor out = where(cond, make(a, {4}), make(b, {3, 1}, DType::F32));
+  CHECK(out.dtype() == DType::F64);
+  Vec want(12);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) want[i * 4 + j] = c[i * 4 + j] > 0 ? a[j] : static_cast<float>(b[i]);
+  CHECK(close(out, {3, 4}, want, 0) == "");
+  // Strided condition and branches.
+  Tensor cond_t = cond.t();
+  Tensor o2 = where(cond_t, make(a, {4, 1}), make(c, {3, 4}).t());
+  Vec want2(12);
+  for (int j = 0; j < 4; ++j)
+    for (int i = 0; i < 3; ++i) want2[j * 3 + i] = c[i * 4 + j] > 0 ? a[j] : c[i * 4 + j];
+  CHECK(close(o2, {4, 3}, want2, 0) == "");
+}
+
+// ---------------------------------------------------------------- large (parallel paths)
+
+TEST_CASE("element-wise ops above the parallel grain match the reference", "[reference][parallel]") {
+  const int64_t rows = 250, cols = 401;  // 100,250 elements, odd inner size
+  Vec a = randv(rows * cols, -3, 3, 31), b = randv(cols, 0.5, 2, 32), c = randv(rows, -1, 1, 33);
+  for (DType dt : {DType::F64, DType::F32}) {
+    INFO(dtype_name(dt));
+    Vec ar = a, br = b, cr = c;
+    if (dt == DType::F32)
+      for (Vec* v : {&ar, &br, &cr})
+        for (double& x : *v) x = static_cast<float>(x);
+    Tensor A = make(ar, {rows, cols}, dt), B = make(br, {cols}, dt), C = make(cr, {rows, 1}, dt);
+    const double tol = rtol_for(dt) * 4;
+    CHECK(close(add(A, B), {rows, cols}, ref_map2(ar, {rows, cols}, br, {cols}, [](double x, double y) { return x + y; }), tol) == "");
+    CHECK(close(mul(A, C), {rows, cols}, ref_map2(ar, {rows, cols}, cr, {rows, 1}, [](double x, double y) { return x * y; }), tol) == "");
+    CHECK(close(div(A, B), {rows, cols}, ref_map2(ar, {rows, cols}, br, {cols}, [](double x, double y) { return x / y; }), tol) == "");
+    CHECK(close(exp(A), {rows, cols}, ref_map1(ar, [](double x) { return std::exp(x); }), tol) == "");
+    CHECK(close(gelu(A), {rows, cols}, ref_map1(ar, gelu_ref), tol, 1e-300) == "");
+    CHECK(close(gt(A, C), {rows, cols}, ref_map2(ar, {rows, cols}, cr, {rows, 1}, [](double x, double y) { return double(x > y); }), 0) == "");
+    // Non-contiguous, large: a transposed operand and a strided output-sized read.
+    Tensor At = A.t();
+    CHECK(close(add(At, 1.0), {cols, rows}, ref_map1(transpose_ref(ar, rows, cols), [](double x) { return x + 1; }), tol) == "");
+    CHECK(close(At.contiguous(), {cols, rows}, transpose_ref(ar, rows, cols), 0) == "");
+    Tensor s = A.slice(1, 0, cols, 2);
+    CHECK(close(relu(s), s.shape(), ref_map1(view_values(ar, s), [](double x) { return x > 0 ? x : 0; }), 0) == "");
+    Tensor w = where(gt(A, 0.0), A, B.expand({rows, cols}));
+    CHECK(close(w, {rows, cols}, ref_map2(ar, {rows, cols}, br, {cols}, [](double x, double y) { return x > 0 ? x : y; }), 0) == "");
+    // The sum of 100k elements: f64 exact to rounding, f32 accumulates in f32 with partial sums.
+    double total = 0, total_abs = 0;
+    for (double x : ar) total += x, total_abs += std::abs(x);
+    CHECK(std::abs(sum(A).item() - total) <= (dt == DType::F64 ? 1e-12 : 1e-5) * total_abs);
+  }
+  // Casts of a large tensor (vector conversion paths plus tails).
+  Tensor big = make(a, {rows * cols}, DType::F32);
+  Vec back = big.to(DType::BF16).to(DType::F64).to_vector<double>();
+  bool ok = true;
+  for (size_t i = 0; i < a.size(); ++i) ok = ok && back[i] == static_cast<double>(static_cast<float>(bfloat16(static_cast<float>(a[i]))));
+  CHECK(ok);
+}
+
+// ---------------------------------------------------------------- reductions
+
+TEST_CASE("reductions over every dim combination of a 3-D tensor, keepdim both ways", "[reference][reduce]") {
+  const Shape shape{3, 4, 5};
+  const std::vector<std::vector<int64_t>> combos = {{}, {0}, {1}, {2}, {0, 1}, {0, 2}, {1, 2}, {0, 1, 2}};
+  uint64_t seed = 200;
+  for (DType dt : {DType::F64, DType::F32}) {
+    Vec x = randv(60, -2, 2, seed++, dt);
+    // Contiguous, and the same logical values behind a permuted (non-contiguous) view.
+    Vec base_p = Vec(60);
+    for_each_index({5, 3, 4}, [&](const Shape& i, int64_t k) { base_p[k] = x[i[1] * 20 + i[2] * 5 + i[0]]; });
+    for (bool permuted : {false, true}) {
+      Tensor t = permuted ? make(base_p, {5, 3, 4}, dt).permute({1, 2, 0}) : make(x, shape, dt);
+      REQUIRE(t.shape() == shape);
+      for (const auto& dims : combos) {
+        std::vector<int64_t> all = dims.empty() ? std::vector<int64_t>{0, 1, 2} : dims;
+        for (bool keepdim : {false, true}) {
+          INFO(dtype_name(dt) << (permuted ? " permuted" : "") << " dims " << shape_str(dims) << " keepdim " << keepdim);
+          Shape ks = shape;
+          for (int64_t d : all) ks[d] = 1;
+          Shape os = keepdim ? ks : drop(shape, all);
+          const double tol = rtol_for(dt) * 8, atol = dt == DType::F64 ? 1e-13 : 1e-5;
+          CHECK(close(sum(t, dims, keepdim), os, ref_reduce(x, shape, all, R::Sum), tol, atol) == "");
+          CHECK(close(mean(t, dims, keepdim), os, ref_reduce(x, shape, all, R::Mean), tol, atol) == "");
+          CHECK(close(var(t, dims, 1, keepdim), os, ref_reduce(x, shape, all, R::Var, 1), tol, atol) == "");
+          CHECK(close(var(t, dims, 0, keepdim), os, ref_reduce(x, shape, all, R::Var, 0), tol, atol) == "");
+        }
+      }
+      // Negative and unordered dims mean the same.
+      CHECK(close(sum(t, {-1, 0}), {4}, ref_reduce(x, shape, {0, 2}, R::Sum), rtol_for(dt) * 8, 1e-5) == "");
+      // max/min/argmax along each dim.
+      for (int64_t d = 0; d < 3; ++d) {
+        for (bool keepdim : {false, true}) {
+          INFO(dtype_name(dt) << (permuted ? " permuted" : "") << " max/min dim " << d << " keepdim " << keepdim);
+          Shape ks = shape;
+          ks[d] = 1;
+          Shape os = keepdim ? ks : drop(shape, {d});
+          auto mx = max(t, d, keepdim);
+          auto mn = min(t, d, keepdim);
+          CHECK(close(mx.values, os, ref_reduce(x, shape, {d}, R::Max), 0) == "");
+          CHECK(close(mx.indices, os, ref_reduce(x, shape, {d}, R::ArgMax), 0) == "");
+          CHECK(mx.indices.dtype() == DType::I64);
+          CHECK(close(mn.values, os, ref_reduce(x, shape, {d}, R::Min), 0) == "");
+          CHECK(close(mn.indices, os, ref_reduce(x, shape, {d}, R::ArgMin), 0) == "");
+          CHECK(close(argmax(t, d, keepdim), os, ref_reduce(x, shape, {d}, R::ArgMax), 0) == "");
+        }
+      }
+      CHECK(max(t).item() == *std::max_element(x.begin(), x.end()));
+      CHECK(min(t).item() == *std::min_element(x.begin(), x.end()));
+      CHECK(argmax(t).item<int64_t>() == std::max_element(x.begin(), x.end()) - x.begin());
+      CHECK(max(t).dim() == 0);
+    }
+  }
+}
+
+TEST_CASE("reductions: ties pick the first index; empty and 0-dim inputs", "[reference][reduce]") {
+  Tensor t = from_vector<float>({1, 3, 3, 0, 0, -1}, {2, 3});
+  CHECK(argmax(t, 1).to_vector<int64_t>() == std::vector<int64_t>{1, 0});
+  CHECK(min(t, 1).indices.to_vector<int64_t>() == std::vector<int64_t>{0, 2});
+  CHECK(argmax(from_vector<float>({2, 2, 2})).item<int64_t>() == 0);
+  CHECK(sum(zeros({0})).item() == 0.0);
+  CHECK(sum(zeros({3, 0}), {1}).to_vector<float>() == std::vector<float>{0, 0, 0});
+  CHECK(sum(zeros({0, 3}), {0}).to_vector<float>() == std::vector<float>{0, 0, 0});
+  CHECK(sum(zeros({0, 3}), {1}).shape() == Shape{0});
+  Tensor s = scalar_tensor(4.5);
+  CHECK(sum(s).item() == 4.5);
+  CHECK(sum(s).dim() == 0);
+  CHECK(mean(s).item() == 4.5);
+  CHECK(max(s).item() == 4.5);
+  CHECK(max(s, 0).values.item() == 4.5);
+  CHECK(sum(s, {0}, true).dim() == 0);
+}
+
+TEST_CASE("large reductions exercise the parallel and column-accumulation paths", "[reference][reduce][parallel]") {
+  const int64_t rows = 300, cols = 411;
+  for (DType dt : {DType::F64, DType::F32}) {
+    INFO(dtype_name(dt));
+    Vec x = randv(rows * cols, -1, 1, 301, dt);
+    Tensor t = make(x, {rows, cols}, dt);
+    const double tol = dt == DType::F64 ? 1e-12 : 2e-5;
+    CHECK(close(sum(t, {0}), {cols}, ref_reduce(x, {rows, cols}, {0}, R::Sum), tol, tol * 20) == "");  // leading dims
+    CHECK(close(sum(t, {1}), {rows}, ref_reduce(x, {rows, cols}, {1}, R::Sum), tol, tol * 20) == "");
+    CHECK(close(sum(t.t(), {1}), {cols}, ref_reduce(x, {rows, cols}, {0}, R::Sum), tol, tol * 20) == "");
+    CHECK(close(mean(t, {0}, true), {1, cols}, ref_reduce(x, {rows, cols}, {0}, R::Mean), tol, tol) == "");
+    CHECK(close(max(t, 0).values, {cols}, ref_reduce(x, {rows, cols}, {0}, R::Max), 0) == "");
+    CHECK(close(max(t, 0).indices, {cols}, ref_reduce(x, {rows, cols}, {0}, R::ArgMax), 0) == "");
+    CHECK(close(min(t, 1).indices, {rows}, ref_reduce(x, {rows, cols}, {1}, R::ArgMin), 0) == "");
+    Tensor t3 = make(x, {10, 30, cols}, dt);
+    CHECK(close(sum(t3, {0, 1}), {cols}, ref_reduce(x, {10, 30, cols}, {0, 1}, R::Sum), tol, tol * 20) == "");
+    CHECK(close(sum(t3, {0, 2}), {30}, ref_reduce(x, {10, 30, cols}, {0, 2}, R::Sum), tol, tol * 20) == "");
+    CHECK(close(var(t3, {1}), {10, cols}, ref_reduce(x, {10, 30, cols}, {1}, R::Var), tol * 10, tol) == "");
+  }
+}
+
+TEST_CASE("sum_to reduces broadcast dims back", "[reference][reduce]") {
+  Vec x = randv(24, -1, 1, 400);
+  Tensor t = make(x, {2, 3, 4});
+  CHECK(close(sum_to(t, {3, 1}), {3, 1}, ref_reduce(x, {2, 3, 4}, {0, 2}, R::Sum), 1e-14) == "");
+  CHECK(close(sum_to(t, {1, 4}), {1, 4}, ref_reduce(x, {2, 3, 4}, {0, 1}, R::Sum), 1e-14) == "");
+  CHECK(close(sum_to(t, {}), {}, ref_reduce(x, {2, 3, 4}, {0, 1, 2}, R::Sum), 1e-14) == "");
+  CHECK(sum_to(t, {2, 3, 4}).is_same(t));
+}
+
+// ---------------------------------------------------------------- linear algebra
+
+TEST_CASE("mm matches the reference for sizes that are not multiples of 8", "[reference][linear]") {
+  const std::vector<std::array<int64_t, 3>> sizes = {{1, 1, 1}, {1, 7, 1}, {7, 13, 5}, {17, 33, 9}, {3, 1, 4}, {65, 31, 47}, {2, 0, 3}, {130, 70, 90}};
+  uint64_t seed = 500;
+  for (DType dt : {DType::F64, DType::F32}) {
+    for (auto [m, k, n] : sizes) {
+      INFO(dtype_name(dt) << " " << m << "x" << k << " @ " << k << "x" << n);
+      Vec a = randv(m * k, -1, 1, seed++, dt), b = randv(k * n, -1, 1, seed++, dt);
+      Vec want = ref_mm(a, b, m, k, n);
+      const double atol = (dt == DType::F64 ? 1e-14 : 2e-6) * std::max<int64_t>(k, 1);
+      CHECK(close(mm(make(a, {m, k}, dt), make(b, {k, n}, dt)), {m, n}, want, 0, atol) == "");
+      // Transposed operands (column-major views), and copies forced by strided slices.
+      Tensor at = make(transpose_ref(a, m, k), {k, m}, dt).t();
+      Tensor bt = make(transpose_ref(b, k, n), {n, k}, dt).t();
+      CHECK(close(mm(at, bt), {m, n}, want, 0, atol) == "");
+      Vec a2(m * k * 2);
+      for (int64_t i = 0; i < m * k; ++i) a2[2 * i] = a[i], a2[2 * i + 1] = 99;
+      Tensor as = make(a2, {m, 2 * k}, dt).slice(1, 0, 2 * k, 2);  // inner stride 2
+      if (k > 0) CHECK(close(mm(as, bt), {m, n}, want, 0, atol) == "");
+      CHECK(close(matmul(make(a, {m, k}, dt), make(b, {k, n}, dt)), {m, n}, want, 0, atol) == "");
+    }
+  }
+}
+
+TEST_CASE("bmm, matmul broadcasting, linear and addmm match the reference", "[reference][linear]") {
+  const int64_t B = 3, m = 5, k = 7, n = 6;
+  Vec a = randv(B * m * k, -1, 1, 600), b = randv(B * k * n, -1, 1, 601), bias = randv(n, -1, 1, 602);
+  Vec want(B * m * n);
+  for (int64_t i = 0; i < B; ++i) {
+    Vec ai(a.begin() + i * m * k, a.begin() + (i + 1) * m * k), bi(b.begin() + i * k * n, b.begin() + (i + 1) * k * n);
+    Vec ci = ref_mm(ai, bi, m, k, n);
+    std::copy(ci.begin(), ci.end(), want.begin() + i * m * n);
+  }
+  Tensor A = make(a, {B, m, k}), Bt = make(b, {B, k, n});
+  CHECK(close(bmm(A, Bt), {B, m, n}, want, 0, 1e-14) == "");
+  CHECK(close(matmul(A, Bt), {B, m, n}, want, 0, 1e-14) == "");
+  // Transposed batch operands.
+  Vec a_t(B * k * m);
+  for (int64_t i = 0; i < B; ++i)
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t c = 0; c < k; ++c) a_t[i * k * m + c * m + r] = a[i * m * k + r * k + c];
+  CHECK(close(bmm(make(a_t, {B, k, m}).transpose(1, 2), Bt), {B, m, n}, want, 0, 1e-14) == "");
+
+  // [B, m, k] @ [k, n] (batch folded into rows) and [m, k] @ [B, k, n] (broadcast lhs).
+  Vec b0(b.begin(), b.begin() + k * n);
+  Vec w0 = ref_mm(a, b0, B * m, k, n);
+  CHECK(close(matmul(A, make(b0, {k, n})), {B, m, n}, w0, 0, 1e-14) == "");
+  Vec a0(a.begin(), a.begin() + m * k);
+  Vec w1(B * m * n);
+  for (int64_t i = 0; i < B; ++i) {
+    Vec ci = ref_mm(a0, Vec(b.begin() + i * k * n, b.begin() + (i + 1) * k * n), m, k, n);
+    std::copy(ci.begin(), ci.end(), w1.begin() + i * m * n);
+  }
+  CHECK(close(matmul(make(a0, {m, k}), Bt), {B, m, n}, w1, 0, 1e-14) == "");
+  // [2, 1, m, k] @ [B, k, n] -> [2, B, m, n]
+  Tensor A4 = make(a0, {m, k}).expand({2, 1, m, k});
+  Tensor r4 = matmul(A4, Bt);
+  Vec w4;
+  for (int rep = 0; rep < 2; ++rep) w4.insert(w4.end(), w1.begin(), w1.end());
+  CHECK(close(r4, {2, B, m, n}, w4, 0, 1e-14) == "");
+  // Vectors.
+  Vec v = randv(k, -1, 1, 603);
+  CHECK(close(matmul(make(a0, {m, k}), make(v, {k})), {m}, ref_mm(a0, v, m, k, 1), 0, 1e-14) == "");
+  CHECK(close(matmul(make(v, {k}), make(b0, {k, n})), {n}, ref_mm(v, b0, 1, k, n), 0, 1e-14) == "");
+  CHECK(close(matmul(make(v, {k}), make(v, {k})), {}, ref_mm(v, v, 1, k, 1), 0, 1e-14) == "");
+
+  // linear: x @ w^T + b, for 2-D and 3-D x; addmm with beta/alpha and broadcast bias.
+  Vec w = transpose_ref(b0, k, n);  // [n, k]
+  Vec lin = w0;
+  for (int64_t r = 0; r < B * m; ++r)
+    for (int64_t j = 0; j < n; ++j) lin[r * n + j] += bias[j];
+  CHECK(close(linear(A, make(w, {n, k}), make(bias, {n})), {B, m, n}, lin, 0, 1e-14) == "");
+  CHECK(close(linear(A.reshape({B * m, k}), make(w, {n, k})), {B * m, n}, w0, 0, 1e-14) == "");
+  Vec am = w0;
+  Vec col = randv(B * m, -1, 1, 604);
+  for (int64_t r = 0; r < B * m; ++r)
+    for (int64_t j = 0; j < n; ++j) am[r * n + j] = 0.5 * col[r] - 2.0 * w0[r * n + j];
+  CHECK(close(addmm(make(col, {B * m, 1}), A.reshape({B * m, k}), make(b0, {k, n}), 0.5, -2.0), {B * m, n}, am, 0, 1e-14) == "");
+  // beta = 0 ignores the bias entirely, even NaN (as PyTorch).
+  Tensor nan_bias = full({n}, std::nan(""), DType::F64);
+  CHECK(close(addmm(nan_bias, A.reshape({B * m, k}), make(b0, {k, n}), 0.0, 1.0), {B * m, n}, w0, 0, 1e-14) == "");
+}
+
+// ---------------------------------------------------------------- joining
+
+TEST_CASE("cat, stack, split and chunk move the right values", "[reference][join]") {
+  Tensor a = arange(0, 6, 1, DType::F32).reshape({2, 3});
+  Tensor b = arange(6, 9, 1, DType::F32).reshape({1, 3});
+  CHECK(cat({a, b}).to_vector<float>() == std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8});
+  CHECK(cat({a, a.slice(1, 0, 1)}, 1).to_vector<float>() == std::vector<float>{0, 1, 2, 0, 3, 4, 5, 3});
+  CHECK(cat({a.t(), a.t()}, 1).to_vector<float>() == std::vector<float>{0, 3, 0, 3, 1, 4, 1, 4, 2, 5, 2, 5});
+  CHECK(cat({zeros({0}), b.reshape({3})}).to_vector<float>() == std::vector<float>{6, 7, 8});  // legacy empty skip
+  Tensor s = stack({a, a}, 2);
+  CHECK(s.shape() == Shape{2, 3, 2});
+  CHECK(s.to_vector<float>() == std::vector<float>{0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5});
+  CHECK(stack({b.reshape({3}), b.reshape({3})}, -1).shape() == Shape{3, 2});
+  // Mixed dtypes promote.
+  Tensor m = cat({a.to(DType::F16), b.to(DType::BF16)});
+  CHECK(m.dtype() == DType::F32);
+  CHECK(m.to_vector<float>() == std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8});
+  CHECK(cat({a.to(DType::I64), b}).dtype() == DType::F32);
+
+  Tensor x = arange(0, 14, 1, DType::F32).reshape({2, 7});
+  auto parts = split(x, 3, 1);
+  REQUIRE(parts.size() == 3);
+  CHECK(parts[0].to_vector<float>() == std::vector<float>{0, 1, 2, 7, 8, 9});
+  CHECK(parts[2].shape() == Shape{2, 1});
+  CHECK(parts[2].to_vector<float>() == std::vector<float>{6, 13});
+  CHECK(parts[1].impl()->storage == x.impl()->storage);  // views
+  auto ch = chunk(x, 4, 1);  // ceil(7/4) = 2 per chunk -> 4 chunks (2, 2, 2, 1)
+  REQUIRE(ch.size() == 4);
+  CHECK(ch[3].shape() == Shape{2, 1});
+  auto ch2 = chunk(arange(0, 6, 1, DType::F32), 4);  // ceil(6/4) = 2 -> 3 chunks, as PyTorch
+  CHECK(ch2.size() == 3);
+}
+
+// ---------------------------------------------------------------- integers and promotion
+
+TEST_CASE("integer dtypes: exact i64 arithmetic, comparisons, sums, true division", "[reference][int]") {
+  const int64_t big = (int64_t{1} << 60) + 1;  // not representable in f64
+  Tensor a = from_vector<int64_t>({big, -7, 5, 0});
+  Tensor b = from_vector<int64_t>({1, 2, -3, 4});
+  Tensor s = add(a, b);
+  CHECK(s.dtype() == DType::I64);
+  CHECK(s.to_vector<int64_t>() == std::vector<int64_t>{big + 1, -5, 2, 4});
+  CHECK(sub(a, b, 2).to_vector<int64_t>() == std::vector<int64_t>{big - 2, -11, 11, -8});
+  CHECK(mul(a, b).to_vector<int64_t>() == std::vector<int64_t>{big, -14, -15, 0});
+  CHECK(add(a, 3.0).to_vector<int64_t>() == std::vector<int64_t>{big + 3, -4, 8, 3});
+  CHECK(add(a, 3.0).dtype() == DType::I64);
+  CHECK(maximum(a, b).to_vector<int64_t>() == std::vector<int64_t>{big, 2, 5, 4});
+  CHECK(neg(b).to_vector<int64_t>() == std::vector<int64_t>{-1, -2, 3, -4});
+  CHECK(gt(a, b).to_vector<bool>() == std::vector<bool>{true, false, true, false});
+  CHECK(eq(a, from_vector<int64_t>({big - 1})).to_vector<bool>() == std::vector<bool>{false, false, false, false});
+  CHECK(eq(a, from_vector<int64_t>({big})).to_vector<bool>() == std::vector<bool>{true, false, false, false});
+  CHECK(gt(a, b).dtype() == DType::Bool);
+  CHECK(lt(b, 2.5).to_vector<bool>() == std::vector<bool>{true, true, true, false});  // compared as f32
+  // Sums: integers and bools sum to i64, exactly.
+  Tensor sa = sum(a);
+  CHECK(sa.dtype() == DType::I64);
+  CHECK(sa.item<int64_t>() == big - 2);  // exact: item<int>() does not go through double
+  CHECK(sa.to_vector<int64_t>()[0] == big - 2);
+  CHECK(sum(from_vector<int32_t>({2000000000, 2000000000})).to_vector<int64_t>()[0] == 4000000000LL);
+  Tensor flags = from_vector<bool>({true, false, true, true});
+  CHECK(sum(flags).dtype() == DType::I64);
+  CHECK(sum(flags).item() == 3);
+  CHECK(sum(gt(arange(0, 100000, 1, DType::F32), 49999.5)).item() == 50000);  // large, parallel
+  CHECK(sum(from_vector<uint8_t>({200, 100}, {2, 1}), {0}).to_vector<int64_t>() == std::vector<int64_t>{300});
+  CHECK(max(from_vector<int32_t>({3, -9, 8})).to_vector<int32_t>() == std::vector<int32_t>{8});
+  // True division of integers gives f32.
+  Tensor q = div(from_vector<int64_t>({7, -7, 1}), from_vector<int64_t>({2, 2, 3}));
+  CHECK(q.dtype() == DType::F32);
+  CHECK(q.to_vector<float>() == std::vector<float>{3.5f, -3.5f, 1.0f / 3.0f});
+  CHECK(div(from_vector<int32_t>({1}), 4.0).to_vector<float>() == std::vector<float>{0.25f});
+  // Unary math on integers computes in f32.
+  CHECK(exp(from_vector<int64_t>({0, 1})).dtype() == DType::F32);
+  CHECK(sqrt(from_vector<int32_t>({4, 9})).to_vector<float>() == std::vector<float>{2, 3});
+}
+
+TEST_CASE("type promotion follows PyTorch's rules", "[reference][promotion]") {
+  auto rt = [](const Tensor& a, const Tensor& b) { return add(a, b).dtype(); };
+  Tensor f16 = ones({2}, DType::F16), bf16 = ones({2}, DType::BF16), f32 = ones({2}), f64 = ones({2}, DType::F64);
+  Tensor i64 = ones({2}, DType::I64), i32 = ones({2}, DType::I32), u8 = ones({2}, DType::U8), b = ones({2}, DType::Bool);
+  CHECK(rt(f16, bf16) == DType::F32);
+  CHECK(rt(f16, f32) == DType::F32);
+  CHECK(rt(bf16, f64) == DType::F64);
+  CHECK(rt(i64, f16) == DType::F16);
+  CHECK(rt(i32, i64) == DType::I64);
+  CHECK(rt(u8, i32) == DType::I32);
+  CHECK(rt(b, u8) == DType::U8);
+  // A 0-dim tensor only decides when its category is higher.
+  CHECK(rt(f16, scalar_tensor(1.0, DType::F32)) == DType::F16);
+  CHECK(rt(scalar_tensor(1.0, DType::F64), bf16) == DType::BF16);
+  CHECK(rt(f32, scalar_tensor(1.0, DType::F64)) == DType::F32);
+  CHECK(rt(i64, scalar_tensor(1.0, DType::F64)) == DType::F64);
+  CHECK(rt(i32, scalar_tensor(1, DType::I64)) == DType::I32);
+  CHECK(rt(u8, scalar_tensor(1, DType::I64)) == DType::U8);
+  CHECK(rt(b, scalar_tensor(1, DType::I32)) == DType::I32);
+  CHECK(rt(scalar_tensor(1, DType::F16), scalar_tensor(1, DType::F32)) == DType::F32);  // both 0-dim
+  CHECK(rt(scalar_tensor(1, DType::F16), scalar_tensor(1, DType::BF16)) == DType::F32);
+  // Scalars: a float scalar lifts integer/bool tensors to f32; an integral one keeps the dtype.
+  CHECK(add(i64, 2.5).dtype() == DType::F32);
+  CHECK(add(i64, 2.5).to_vector<float>() == std::vector<float>{3.5f, 3.5f});
+  CHECK(mul(u8, 2).dtype() == DType::U8);
+  CHECK(add(b, 1).dtype() == DType::I64);
+  CHECK(mul(b, 0.5).dtype() == DType::F32);
+  CHECK(mul(f16, 1e10).dtype() == DType::F16);  // the tensor's float type wins, value overflows
+  CHECK(std::isinf(mul(f16, 1e10).to_vector<float>()[0]));
+  CHECK(add(i32, std::numeric_limits<double>::infinity()).dtype() == DType::F32);
+  CHECK(add(i32, std::nan("")).dtype() == DType::F32);
+  CHECK(add(i32, 1e30).dtype() == DType::F32);
+  // Values survive the promotion.
+  CHECK(add(from_vector<int64_t>({3}), from_vector<float>({0.5f})).to_vector<float>() == std::vector<float>{3.5f});
+  CHECK(mul(ones({2}, DType::F16), full({}, 3.0)).to_vector<float>() == std::vector<float>{3, 3});
+  CHECK(where(from_vector<bool>({true, false}), f16, f64).dtype() == DType::F64);
+  CHECK(maximum(i32, f16).dtype() == DType::F16);
+  CHECK(eq(i64, scalar_tensor(1.0, DType::F64)).dtype() == DType::Bool);
+}
