@@ -137,3 +137,4 @@ inline Tensor operator-(double a, const Tensor& b) { return rsub(b, a); }
 inline Tensor operator*(double a, const Tensor& b) { return mul(b, a); }
 
 }  // namespace minidl
+#include "ops/nn_ops.h"  // conv, pooling, batch norm, dropout2d

@@ -11,6 +11,9 @@ void register_amp(Registry& r);
 void register_softmax(Registry& r);
 void register_index(Registry& r);
 void register_random(Registry& r);
+void register_conv(Registry& r);
+void register_pool(Registry& r);
+void register_batch_norm(Registry& r);
 
 void register_kernels(Registry& r) {
   register_copy(r);
@@ -21,6 +24,9 @@ void register_kernels(Registry& r) {
   register_softmax(r);
   register_index(r);
   register_random(r);
+  register_conv(r);
+  register_pool(r);
+  register_batch_norm(r);
 }
 
 }  // namespace minidl::kernels::cpu

@@ -1,0 +1,177 @@
+// Batch normalization (torch.nn.functional.batch_norm) and channel dropout (dropout2d), the
+// per-channel layers of a CNN. Autocast policy: None; batch_norm takes a low-precision input with
+// f32 weight, bias and running stats, computes the statistics in f32 and returns the input dtype
+// (PyTorch's CPU/CUDA behaviour under autocast).
+//
+// batch_norm runs three fused kernels: statistics (one pass), normalize (one pass) and, backward,
+// sum(dy) and sum(dy*xhat) (one pass) followed by the closed form
+//   dx = (w*invstd/M) * (M*dy - sum(dy) - xhat*sum(dy*xhat))   (one pass).
+// When the backward itself is being recorded (create_graph), the same formula is written in
+// differentiable ops, with the statistics recomputed from x, so second derivatives are exact too.
+#include "ops/common.h"
+#include "ops/nn_ops.h"
+
+namespace minidl {
+
+using namespace ops_detail;
+using autograd::TensorList;
+
+namespace {
+
+DType compute_dtype(const Tensor& x) { return x.dtype() == DType::F64 ? DType::F64 : DType::F32; }
+
+// [1, C, 1, ...] for broadcasting a per-channel vector against x.
+Shape channel_shape(const Tensor& x) {
+  Shape s(x.dim(), 1);
+  s[1] = x.size(1);
+  return s;
+}
+
+std::vector<int64_t> reduce_dims(const Tensor& x) {
+  std::vector<int64_t> dims{0};
+  for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+  return dims;
+}
+
+void check_channel_vector(const Tensor& t, const char* name, const Tensor& x) {
+  if (!t.defined()) return;
+  check_same_device("batch_norm", x, t);
+  check_floating("batch_norm", t);
+  MINIDL_CHECK(t.dim() == 1 && t.size(0) == x.size(1), "batch_norm", name, " should contain ", x.size(1),
+               " elements (one per channel of input ", x.meta_str(), "), got ", t.meta_str());
+}
+
+// The backward as differentiable ops (used under create_graph).
+TensorList composite_backward(const Tensor& gy, const Tensor& x, const Tensor& w, const Tensor& saved_mean,
+                              const Tensor& saved_invstd, bool training, double eps) {
+  const DType cd = compute_dtype(x);
+  const Shape cs = channel_shape(x);
+  const std::vector<int64_t> dims = reduce_dims(x);
+  const double M = static_cast<double>(x.numel() / x.size(1));
+  Tensor xc = cast(x, cd), gyc = cast(gy, cd);
+  Tensor mu, inv;
+  if (training) {
+    mu = mean(xc, dims, true);
+    Tensor xm = sub(xc, mu);
+    inv = rsqrt(add(mean(mul(xm, xm), dims, true), eps));
+  } else {
+    mu = saved_mean.reshape(cs);
+    inv = saved_invstd.reshape(cs);
+  }
+  Tensor xhat = mul(sub(xc, mu), inv);
+  Tensor sdy = sum(gyc, dims, true);
+  Tensor sdx = sum(mul(gyc, xhat), dims, true);
+  Tensor scale = w.defined() ? mul(cast(w, cd).reshape(cs), inv) : inv;
+  Tensor gx = training ? mul(scale, sub(sub(gyc, div(sdy, M)), mul(xhat, div(sdx, M)))) : mul(gyc, scale);
+  return {gx, sdx.reshape({x.size(1)}), sdy.reshape({x.size(1)})};
+}
+
+}  // namespace
+
+Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                  const Tensor& bias, bool training, double momentum, double eps) {
+  if (auto ac = amp::autocast_op("batch_norm", {x_in, weight, bias}))
+    return batch_norm(ac->inputs[0], running_mean, running_var, ac->inputs[1], ac->inputs[2], training, momentum, eps);
+  const char* op = "batch_norm";
+  check_defined(x_in, op, "input");
+  MINIDL_CHECK(x_in.dim() >= 2, op, "expected input with at least 2 dims [N, C, ...], got ", x_in.meta_str());
+  check_floating(op, x_in);
+  check_channel_vector(weight, "weight", x_in);
+  check_channel_vector(bias, "bias", x_in);
+  check_channel_vector(running_mean, "running_mean", x_in);
+  check_channel_vector(running_var, "running_var", x_in);
+  MINIDL_CHECK(running_mean.defined() == running_var.defined(), op,
+               "running_mean and running_var must both be given or both be undefined");
+  MINIDL_CHECK(eps > 0, op, "eps must be positive, got ", eps);
+  const int64_t C = x_in.size(1);
+  const int64_t M = C > 0 ? x_in.numel() / C : 0;
+  const DType cd = compute_dtype(x_in);
+  const Device dev = x_in.device();
+  Tensor x = x_in.detach().contiguous();
+  Tensor mean_c, invstd;
+  {
+    NoGradGuard ng;
+    if (training) {
+      MINIDL_CHECK(M > 1, op, "expected more than 1 value per channel when training, got input size ",
+                   shape_str(x_in.shape()));
+      mean_c = new_empty({C}, cd, dev);
+      Tensor var_c = new_empty({C}, cd, dev);
+      K().batch_norm_stats.get(dev, x.dtype())(mean_c, var_c, x);
+      invstd = rsqrt(add(var_c, eps));
+      if (running_mean.defined()) {
+        // running = (1 - m) * running + m * batch, with the unbiased variance; in place, new version.
+        running_mean.mul_(1.0 - momentum);
+        running_mean.add_(mean_c, momentum);
+        running_var.mul_(1.0 - momentum);
+        running_var.add_(var_c, momentum * static_cast<double>(M) / static_cast<double>(M - 1));
+      }
+    } else {
+      MINIDL_CHECK(running_mean.defined(), op, "running_mean and running_var must be defined in evaluation mode");
+      mean_c = cast(running_mean.detach(), cd).clone();  // a copy: later running updates must not touch it
+      invstd = rsqrt(add(cast(running_var.detach(), cd), eps));
+    }
+  }
+  Tensor scale, shift;
+  {
+    NoGradGuard ng;
+    scale = weight.defined() ? mul(cast(weight.detach(), cd), invstd) : invstd;
+    shift = mul(mean_c, scale).mul_(-1.0);
+    if (bias.defined()) shift = add(shift, cast(bias.detach(), cd));
+    scale = scale.contiguous();
+    shift = shift.contiguous();
+  }
+  Tensor y = new_empty(x.shape(), x.dtype(), dev);
+  K().batch_norm_apply.get(dev, x.dtype())(y, x, scale, shift);
+  const bool need_x = x_in.requires_grad(), need_w = weight.defined() && weight.requires_grad(),
+             need_b = bias.defined() && bias.requires_grad();
+  autograd::record(
+      "NativeBatchNormBackward", {x_in, weight, bias}, {y}, {x_in, weight, mean_c, invstd},
+      [training, eps, need_x, need_w, need_b](const TensorList& grads, const TensorList& s) {
+        const Tensor &xs = s[0], &w = s[1], &mu = s[2], &inv = s[3];
+        TensorList r(3);
+        if (GradMode::is_enabled()) {  // create_graph: differentiable form
+          TensorList c = composite_backward(grads[0], xs, w, mu, inv, training, eps);
+          if (need_x) r[0] = c[0];
+          if (need_w) r[1] = c[1];
+          if (need_b) r[2] = c[2];
+          return r;
+        }
+        const DType cdt = compute_dtype(xs);
+        const Device d = xs.device();
+        Tensor xk = xs.detach().contiguous();
+        Tensor gy = grads[0].detach();
+        if (gy.dtype() != xk.dtype()) gy = cast(gy, xk.dtype());
+        gy = gy.contiguous();
+        Tensor scale = w.defined() ? mul(cast(w.detach(), cdt), inv).contiguous() : inv;
+        Tensor sum_dy = new_empty({xs.size(1)}, cdt, d), sum_dy_xhat = new_empty({xs.size(1)}, cdt, d);
+        Tensor gx = need_x ? new_empty(xs.shape(), xs.dtype(), d) : Tensor();
+        K().batch_norm_backward.get(d, xk.dtype())(gx, sum_dy, sum_dy_xhat, gy, xk, mu, inv, scale, training);
+        r[0] = gx;
+        if (need_w) r[1] = sum_dy_xhat;
+        if (need_b) r[2] = sum_dy;
+        return r;
+      });
+  return y;
+}
+
+// Channel dropout (torch.nn.functional.dropout2d): one keep/drop draw per (n, c) plane from the
+// Philox stream, kept planes scaled by 1/(1-p); the mask broadcasts over H, W through mul.
+Tensor dropout2d(const Tensor& x, double p, bool training, Generator* gen) {
+  const char* op = "dropout2d";
+  check_defined(x, op, "input");
+  MINIDL_CHECK(p >= 0.0 && p <= 1.0, op, "dropout probability has to be between 0 and 1, but got ", p);
+  MINIDL_CHECK(x.dim() == 3 || x.dim() == 4, op, "expected 3-D (unbatched) or 4-D (batched) input, but got input of size ",
+               shape_str(x.shape()));
+  if (!training || p == 0.0) return x;
+  check_floating(op, x);
+  if (p == 1.0) return mul(x, 0.0);
+  Shape ms(x.dim(), 1);
+  for (int64_t d = 0; d < x.dim() - 2; ++d) ms[d] = x.size(d);
+  Tensor mask = new_empty(ms, x.dtype(), x.device());
+  Generator& g = gen ? *gen : default_generator();
+  const uint64_t offset = g.reserve(kernels::random_blocks(mask.numel()));
+  K().random.get(x.device(), x.dtype())(kernels::RandomDist::KeepMask, mask, g.initial_seed(), offset, p, 1.0 / (1.0 - p));
+  return mul(x, mask);
+}
+
+}  // namespace minidl

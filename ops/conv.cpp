@@ -1,0 +1,237 @@
+// Convolutions: conv2d (explicit or "same"/"valid" padding, stride, dilation, groups) and
+// conv_transpose2d. Autocast policy: LowerPrecision (both ops call amp::autocast_op at entry).
+//
+// Everything is built on three differentiable primitives over one geometry (kernels::Conv2dGeometry):
+//   F(x, w)   = the convolution                          -> y   [N, O, OH, OW]
+//   Bi(gy, w) = the adjoint of F in x (a transposed conv) -> gx  [N, C, H, W]
+//   Bw(x, gy) = the adjoint of F in w                     -> gw  [O, C/groups, kH, kW]
+// with <F(x, w), gy> = <x, Bi(gy, w)> = <w, Bw(x, gy)>. Each is bilinear and its partial
+// derivatives are the other two, so each backward is written in the primitives themselves and
+// gradients of any order are exact (create_graph works through conv layers). A bias is fused into
+// F (+ b[o]), into Bi (conv_transpose2d's + b[c]) and into Bw (gb = sum of gy over N, H, W).
+#include "ops/common.h"
+#include "ops/nn_ops.h"
+
+namespace minidl {
+
+using namespace ops_detail;
+using autograd::TensorList;
+using kernels::Conv2dGeometry;
+
+namespace {
+
+// A kernel operand: no graph, the compute dtype, contiguous.
+Tensor operand(const Tensor& t, DType dtype) {
+  if (!t.defined()) return t;
+  Tensor d = t.detach();
+  if (d.dtype() != dtype) d = cast(d, dtype);
+  return d.contiguous();
+}
+
+Tensor conv_input_grad(const char* name, const Tensor& gy, const Tensor& w, const Tensor& b, const Conv2dGeometry& g);
+TensorList conv_weight_grad(const Tensor& x, const Tensor& gy, bool with_bias, const Conv2dGeometry& g);
+
+// F(x, w) + b.
+Tensor conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dGeometry& g) {
+  const DType dt = x.dtype();
+  Tensor y = new_empty({g.N, g.O, g.OH, g.OW}, dt, x.device());
+  K().conv2d.get(x.device(), dt)(y, operand(x, dt), operand(w, dt), operand(b, dt), g);
+  const bool need_x = x.requires_grad(), need_w = w.requires_grad(), need_b = b.defined() && b.requires_grad();
+  autograd::record("ConvolutionBackward", {x, w, b}, {y}, {need_w ? x : Tensor(), need_x ? w : Tensor()},
+                   [g, need_x, need_w, need_b](const TensorList& grads, const TensorList& s) {
+                     TensorList r(3);
+                     if (need_x) r[0] = conv_input_grad("ConvolutionBackwardInput", grads[0], s[1], Tensor(), g);
+                     if (need_w) {
+                       TensorList wb = conv_weight_grad(s[0], grads[0], need_b, g);
+                       r[1] = wb[0];
+                       if (need_b) r[2] = wb[1];
+                     } else if (need_b) {
+                       r[2] = sum(grads[0], {0, 2, 3});
+                     }
+                     return r;
+                   });
+  return y;
+}
+
+// Bi(gy, w) + b. Derivatives: d/dgy <- F(ggx, w), d/dw <- Bw(ggx, gy), d/db <- sum(ggx).
+Tensor conv_input_grad(const char* name, const Tensor& gy, const Tensor& w, const Tensor& b, const Conv2dGeometry& g) {
+  const DType dt = gy.dtype();
+  Tensor gx = new_empty({g.N, g.C, g.H, g.W}, dt, gy.device());
+  K().conv2d_input_grad.get(gy.device(), dt)(gx, operand(gy, dt), operand(w, dt), operand(b, dt), g);
+  const bool need_gy = gy.requires_grad(), need_w = w.requires_grad(), need_b = b.defined() && b.requires_grad();
+  autograd::record(name, {gy, w, b}, {gx}, {need_w ? gy : Tensor(), need_gy ? w : Tensor()},
+                   [g, need_gy, need_w, need_b](const TensorList& grads, const TensorList& s) {
+                     TensorList r(3);
+                     if (need_gy) r[0] = conv_forward(grads[0], s[1], Tensor(), g);
+                     if (need_w) r[1] = conv_weight_grad(grads[0], s[0], false, g)[0];
+                     if (need_b) r[2] = sum(grads[0], {0, 2, 3});
+                     return r;
+                   });
+  return gx;
+}
+
+// {Bw(x, gy), sum of gy over N, H, W (when with_bias)}. Derivatives: d/dx <- Bi(gy, ggw),
+// d/dgy <- F(x, ggw) + ggb.
+TensorList conv_weight_grad(const Tensor& x, const Tensor& gy, bool with_bias, const Conv2dGeometry& g) {
+  const DType dt = gy.dtype();
+  Tensor gw = new_empty({g.O, g.C / g.groups, g.kH, g.kW}, dt, gy.device());
+  Tensor gb = with_bias ? new_empty({g.O}, dt, gy.device()) : Tensor();
+  K().conv2d_weight_grad.get(gy.device(), dt)(gw, gb, operand(x, dt), operand(gy, dt), g);
+  const bool need_x = x.requires_grad(), need_gy = gy.requires_grad();
+  TensorList outs{gw};
+  if (with_bias) outs.push_back(gb);
+  autograd::record("ConvolutionBackwardWeight", {x, gy}, outs, {need_gy ? x : Tensor(), need_x ? gy : Tensor()},
+                   [g, need_x, need_gy, with_bias](const TensorList& grads, const TensorList& s) {
+                     TensorList r(2);
+                     if (need_x) r[0] = conv_input_grad("ConvolutionBackwardInput", s[1], grads[0], Tensor(), g);
+                     if (need_gy) r[1] = conv_forward(s[0], grads[0], with_bias ? grads[1] : Tensor(), g);
+                     return r;
+                   });
+  return {gw, gb};
+}
+
+std::string size_str(const Tensor& t) { return shape_str(t.shape()); }
+
+// Checks shared by conv2d and conv_transpose2d: ranks, dtypes, devices, positive hyper-parameters.
+void check_common(const char* op, const Tensor& x, const Tensor& w, const Tensor& b, Size2 stride, Size2 dilation,
+                  int64_t groups) {
+  check_defined(x, op, "input");
+  check_defined(w, op, "weight");
+  MINIDL_CHECK(x.dim() == 3 || x.dim() == 4, op, "expected 3-D (unbatched) or 4-D (batched) input, but got input of size ",
+               size_str(x));
+  MINIDL_CHECK(w.dim() == 4, op, "expected a 4-D weight, but got weight of size ", size_str(w));
+  check_floating(op, x);
+  check_same_device(op, x, w);
+  MINIDL_CHECK(x.dtype() == w.dtype(), op, "input type (", dtype_name(x.dtype()), ") and weight type (", dtype_name(w.dtype()),
+               ") should be the same");
+  if (b.defined()) {
+    check_same_device(op, x, b);
+    MINIDL_CHECK(x.dtype() == b.dtype(), op, "input type (", dtype_name(x.dtype()), ") and bias type (", dtype_name(b.dtype()),
+                 ") should be the same");
+  }
+  MINIDL_CHECK(stride[0] > 0 && stride[1] > 0, op, "non-positive stride is not supported, got stride [", stride[0], ", ",
+               stride[1], "]");
+  MINIDL_CHECK(dilation[0] > 0 && dilation[1] > 0, op, "dilation should be greater than zero, got dilation [", dilation[0],
+               ", ", dilation[1], "]");
+  MINIDL_CHECK(groups > 0, op, "non-positive groups is not supported, got groups=", groups);
+}
+
+// conv2d on a validated 4-D input with top/left padding lo and bottom/right padding hi.
+Tensor conv2d_impl(const Tensor& x_in, const Tensor& w, const Tensor& b, Size2 stride, Size2 lo, Size2 hi,
+                   Size2 dilation, int64_t groups) {
+  const char* op = "conv2d";
+  check_common(op, x_in, w, b, stride, dilation, groups);
+  MINIDL_CHECK(lo[0] >= 0 && lo[1] >= 0 && hi[0] >= 0 && hi[1] >= 0, op, "negative padding is not supported, got padding [",
+               lo[0], ", ", lo[1], "]");
+  const bool batched = x_in.dim() == 4;
+  Tensor x = batched ? x_in : x_in.unsqueeze(0);
+  const int64_t O = w.size(0);
+  MINIDL_CHECK(O % groups == 0, op, "given groups=", groups, ", expected weight to be divisible by ", groups,
+               " at dimension 0, but got weight of size ", size_str(w), " instead");
+  MINIDL_CHECK(x.size(1) == w.size(1) * groups, op, "given groups=", groups, ", weight of size ", size_str(w),
+               ", expected input", size_str(x_in), " to have ", w.size(1) * groups, " channels, but got ", x.size(1),
+               " channels instead");
+  if (b.defined())
+    MINIDL_CHECK(b.dim() == 1 && b.size(0) == O, op, "given weight of size ", size_str(w),
+                 ", expected bias to be 1-dimensional with ", O, " elements, but got bias of size ", size_str(b), " instead");
+  Conv2dGeometry g;
+  g.N = x.size(0);
+  g.C = x.size(1);
+  g.H = x.size(2);
+  g.W = x.size(3);
+  g.O = O;
+  g.kH = w.size(2);
+  g.kW = w.size(3);
+  g.sh = stride[0];
+  g.sw = stride[1];
+  g.ph = lo[0];
+  g.pw = lo[1];
+  g.dh = dilation[0];
+  g.dw = dilation[1];
+  g.groups = groups;
+  const int64_t eff_h = g.dh * (g.kH - 1) + 1, eff_w = g.dw * (g.kW - 1) + 1;
+  const int64_t padded_h = g.H + lo[0] + hi[0], padded_w = g.W + lo[1] + hi[1];
+  MINIDL_CHECK(padded_h >= eff_h && padded_w >= eff_w, op, "calculated padded input size per channel: (", padded_h, " x ",
+               padded_w, "). Kernel size: (", eff_h, " x ", eff_w, "). Kernel size can't be greater than actual input size");
+  g.OH = (padded_h - eff_h) / g.sh + 1;
+  g.OW = (padded_w - eff_w) / g.sw + 1;
+  Tensor y = conv_forward(x, w, b, g);
+  return batched ? y : y.squeeze(0);
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2 stride, Size2 padding, Size2 dilation, int64_t groups) {
+  if (auto ac = amp::autocast_op("conv2d", {x, w, b}))
+    return conv2d(ac->inputs[0], ac->inputs[1], ac->inputs[2], stride, padding, dilation, groups);
+  return conv2d_impl(x, w, b, stride, padding, padding, dilation, groups);
+}
+
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2 stride, ConvPadding padding, Size2 dilation,
+              int64_t groups) {
+  if (auto ac = amp::autocast_op("conv2d", {x, w, b}))
+    return conv2d(ac->inputs[0], ac->inputs[1], ac->inputs[2], stride, padding, dilation, groups);
+  if (padding == ConvPadding::Valid) return conv2d_impl(x, w, b, stride, {0, 0}, {0, 0}, dilation, groups);
+  MINIDL_CHECK(stride[0] == 1 && stride[1] == 1, "conv2d", "padding='same' is not supported for strided convolutions (got stride [",
+               stride[0], ", ", stride[1], "])");
+  check_defined(w, "conv2d", "weight");
+  MINIDL_CHECK(w.dim() == 4, "conv2d", "expected a 4-D weight, but got weight of size ", size_str(w));
+  // Total padding d*(k-1) per dim; an odd total puts the extra row/column at the bottom/right.
+  Size2 lo, hi;
+  for (int i = 0; i < 2; ++i) {
+    const int64_t total = dilation[i] * (w.size(2 + i) - 1);
+    lo[i] = total / 2;
+    hi[i] = total - lo[i];
+  }
+  return conv2d_impl(x, w, b, stride, lo, hi, dilation, groups);
+}
+
+Tensor conv_transpose2d(const Tensor& x_in, const Tensor& w, const Tensor& b, Size2 stride, Size2 padding,
+                        Size2 output_padding, int64_t groups, Size2 dilation) {
+  if (auto ac = amp::autocast_op("conv_transpose2d", {x_in, w, b}))
+    return conv_transpose2d(ac->inputs[0], ac->inputs[1], ac->inputs[2], stride, padding, output_padding, groups, dilation);
+  const char* op = "conv_transpose2d";
+  check_common(op, x_in, w, b, stride, dilation, groups);
+  MINIDL_CHECK(padding[0] >= 0 && padding[1] >= 0, op, "negative padding is not supported, got padding [", padding[0], ", ",
+               padding[1], "]");
+  for (int i = 0; i < 2; ++i)
+    MINIDL_CHECK(output_padding[i] >= 0 && (output_padding[i] < stride[i] || output_padding[i] < dilation[i]), op,
+                 "output padding must be smaller than either stride or dilation, but got output_padding [", output_padding[0],
+                 ", ", output_padding[1], "], stride [", stride[0], ", ", stride[1], "], dilation [", dilation[0], ", ",
+                 dilation[1], "]");
+  const bool batched = x_in.dim() == 4;
+  Tensor x = batched ? x_in : x_in.unsqueeze(0);
+  const int64_t Cin = w.size(0), Cout = w.size(1) * groups;
+  MINIDL_CHECK(Cin % groups == 0, op, "given groups=", groups, ", expected weight to be divisible by ", groups,
+               " at dimension 0, but got weight of size ", size_str(w), " instead");
+  MINIDL_CHECK(x.size(1) == Cin, op, "given transposed=1, weight of size ", size_str(w), ", expected input", size_str(x_in),
+               " to have ", Cin, " channels, but got ", x.size(1), " channels instead");
+  if (b.defined())
+    MINIDL_CHECK(b.dim() == 1 && b.size(0) == Cout, op, "given transposed=1, weight of size ", size_str(w),
+                 ", expected bias to be 1-dimensional with ", Cout, " elements, but got bias of size ", size_str(b),
+                 " instead");
+  // In convolution terms: the transpose's output is the conv's input, x is the conv's output.
+  Conv2dGeometry g;
+  g.N = x.size(0);
+  g.C = Cout;
+  g.O = Cin;
+  g.kH = w.size(2);
+  g.kW = w.size(3);
+  g.OH = x.size(2);
+  g.OW = x.size(3);
+  g.sh = stride[0];
+  g.sw = stride[1];
+  g.ph = padding[0];
+  g.pw = padding[1];
+  g.dh = dilation[0];
+  g.dw = dilation[1];
+  g.groups = groups;
+  g.H = (g.OH - 1) * g.sh - 2 * g.ph + g.dh * (g.kH - 1) + output_padding[0] + 1;
+  g.W = (g.OW - 1) * g.sw - 2 * g.pw + g.dw * (g.kW - 1) + output_padding[1] + 1;
+  MINIDL_CHECK(g.H > 0 && g.W > 0, op, "given input size per channel: (", g.OH, " x ", g.OW,
+               "), calculated output size per channel: (", g.H, " x ", g.W, "). Output size is too small");
+  Tensor y = conv_input_grad("ConvTranspose2dBackward", x, w, b, g);
+  return batched ? y : y.squeeze(0);
+}
+
+}  // namespace minidl

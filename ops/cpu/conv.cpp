@@ -1,0 +1,312 @@
+// CPU 2-D convolution: im2col + GEMM (Eigen), for the forward, the input gradient (GEMM + col2im,
+// i.e. a transposed convolution) and the weight gradient (GEMM against im2col, summed over the
+// batch). Images run in parallel on the OpenMP pool, one single-threaded GEMM per image and group
+// (Eigen does not nest its own threads inside a parallel region); a batch smaller than the thread
+// count runs image by image and lets Eigen parallelize each GEMM instead. A 1x1, stride-1,
+// unpadded convolution skips im2col: the image already is the column matrix. f16/bf16 are widened
+// to f32 while packing (im2col converts as it copies) and narrowed once per output image.
+#include <omp.h>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <vector>
+
+#include "ops/cpu/loops.h"
+#include "ops/cpu/scalar.h"
+#include "ops/kernels.h"
+
+namespace minidl::kernels::cpu {
+
+namespace {
+template <class T>
+using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T>
+using CMap = Eigen::Map<const RowMat<T>>;
+template <class T>
+using MMap = Eigen::Map<RowMat<T>>;
+
+// Per-group sizes: K rows of the column matrix (Cg * kH * kW), P output pixels per image.
+struct Dims {
+  int64_t G, Cg, Og, K, P, HW;
+  explicit Dims(const Conv2dGeometry& g)
+      : G(g.groups), Cg(g.C / g.groups), Og(g.O / g.groups), K(g.C / g.groups * g.kH * g.kW), P(g.OH * g.OW),
+        HW(g.H * g.W) {}
+};
+
+bool is_pointwise(const Conv2dGeometry& g) {
+  return g.kH == 1 && g.kW == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.OH == g.H && g.OW == g.W;
+}
+
+// Output columns ow with 0 <= ow*sw + off < W form the range [lo, hi).
+inline void col_range(int64_t off, int64_t sw, int64_t W, int64_t OW, int64_t& lo, int64_t& hi) {
+  lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+  hi = W - off <= 0 ? 0 : (W - off - 1) / sw + 1;
+  hi = std::min(hi, OW);
+  lo = std::min(lo, hi);
+}
+
+// col [Cg*kH*kW, OH*OW] <- the taps of the Cg channels at x (zeros outside the input), widened to C.
+template <class T, class C>
+void im2col(const T* x, C* col, const Conv2dGeometry& g, int64_t Cg) {
+  const int64_t P = g.OH * g.OW;
+  for (int64_t c = 0; c < Cg; ++c)
+    for (int64_t i = 0; i < g.kH; ++i)
+      for (int64_t j = 0; j < g.kW; ++j) {
+        C* row = col + ((c * g.kH + i) * g.kW + j) * P;
+        const T* xc = x + c * g.H * g.W;
+        const int64_t off = j * g.dw - g.pw;
+        int64_t lo, hi;
+        col_range(off, g.sw, g.W, g.OW, lo, hi);
+        for (int64_t oh = 0; oh < g.OH; ++oh) {
+          C* r = row + oh * g.OW;
+          const int64_t ih = oh * g.sh - g.ph + i * g.dh;
+          if (ih < 0 || ih >= g.H || lo >= hi) {
+            std::fill(r, r + g.OW, C(0));
+            continue;
+          }
+          std::fill(r, r + lo, C(0));
+          const T* xr = xc + ih * g.W;
+          if (g.sw == 1) {
+            load_block(xr + (lo + off), r + lo, hi - lo);
+          } else {
+            for (int64_t ow = lo; ow < hi; ++ow) r[ow] = static_cast<C>(xr[ow * g.sw + off]);
+          }
+          std::fill(r + hi, r + g.OW, C(0));
+        }
+      }
+}
+
+// x [Cg, H, W] += the column matrix folded back onto the input (the adjoint of im2col).
+template <class C>
+void col2im(const C* col, C* x, const Conv2dGeometry& g, int64_t Cg) {
+  const int64_t P = g.OH * g.OW;
+  for (int64_t c = 0; c < Cg; ++c)
+    for (int64_t i = 0; i < g.kH; ++i)
+      for (int64_t j = 0; j < g.kW; ++j) {
+        const C* row = col + ((c * g.kH + i) * g.kW + j) * P;
+        C* xc = x + c * g.H * g.W;
+        const int64_t off = j * g.dw - g.pw;
+        int64_t lo, hi;
+        col_range(off, g.sw, g.W, g.OW, lo, hi);
+        if (lo >= hi) continue;
+        for (int64_t oh = 0; oh < g.OH; ++oh) {
+          const int64_t ih = oh * g.sh - g.ph + i * g.dh;
+          if (ih < 0 || ih >= g.H) continue;
+          const C* r = row + oh * g.OW;
+          C* xr = xc + ih * g.W + off;
+          if (g.sw == 1) {
+            for (int64_t ow = lo; ow < hi; ++ow) xr[ow] += r[ow];
+          } else {
+            for (int64_t ow = lo; ow < hi; ++ow) xr[ow * g.sw] += r[ow];
+          }
+        }
+      }
+}
+
+// A tensor's elements in the compute type: its own buffer for f32/f64, else a widened copy in buf.
+template <class T>
+const compute_t<T>* as_compute(const Tensor& t, std::vector<compute_t<T>>& buf) {
+  const T* p = t.data_ptr<T>();
+  if constexpr (std::is_same_v<T, compute_t<T>>) {
+    return p;
+  } else {
+    buf.resize(t.numel());
+    load_block(p, buf.data(), t.numel());
+    return buf.data();
+  }
+}
+
+template <class C>
+struct Scratch {
+  std::vector<C> a, b;
+};
+
+// Whether the images of a batch of n run in parallel (one thread per image at a time).
+bool images_in_parallel(int64_t n) { return n > 1 && omp_get_max_threads() > 1 && !omp_in_parallel(); }
+
+// f(n, slot, scratch) for every image; slot is the thread's index when images_in_parallel(N), else 0.
+template <class C, class F>
+void for_each_image(int64_t N, F&& f) {
+  if (images_in_parallel(N)) {
+#pragma omp parallel
+    {
+      Scratch<C> s;
+      const int slot = omp_get_thread_num();
+#pragma omp for schedule(static)
+      for (int64_t n = 0; n < N; ++n) f(n, slot, s);
+    }
+  } else {
+    Scratch<C> s;
+    for (int64_t n = 0; n < N; ++n) f(n, 0, s);
+  }
+}
+
+template <class T>
+void conv2d_forward(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dGeometry& g) {
+  using C = compute_t<T>;
+  constexpr bool widen = !std::is_same_v<T, C>;
+  const Dims d(g);
+  std::vector<C> wbuf, bbuf;
+  const C* wp = as_compute<T>(w, wbuf);
+  const C* bp = b.defined() ? as_compute<T>(b, bbuf) : nullptr;
+  const T* xp = x.data_ptr<T>();
+  T* yp = y.data_ptr<T>();
+  const bool direct = is_pointwise(g);
+  for_each_image<C>(g.N, [&](int64_t n, int, Scratch<C>& s) {
+    for (int64_t grp = 0; grp < d.G; ++grp) {
+      const T* xg = xp + (n * g.C + grp * d.Cg) * d.HW;
+      const C* colp = nullptr;
+      if constexpr (!widen) {
+        if (direct) colp = xg;
+      }
+      if (!colp) {
+        s.a.resize(d.K * d.P);
+        if (direct) load_block(xg, s.a.data(), d.K * d.P);
+        else im2col(xg, s.a.data(), g, d.Cg);
+        colp = s.a.data();
+      }
+      T* yg = yp + (n * g.O + grp * d.Og) * d.P;
+      C* out;
+      if constexpr (widen) {
+        s.b.resize(d.Og * d.P);
+        out = s.b.data();
+      } else {
+        out = yg;
+      }
+      MMap<C> Y(out, d.Og, d.P);
+      if (bp)
+        for (int64_t o = 0; o < d.Og; ++o) Y.row(o).setConstant(bp[grp * d.Og + o]);
+      if (d.K == 0) {
+        if (!bp) Y.setZero();
+      } else {
+        CMap<C> Wm(wp + grp * d.Og * d.K, d.Og, d.K), X(colp, d.K, d.P);
+        if (bp) Y.noalias() += Wm * X;
+        else Y.noalias() = Wm * X;
+      }
+      if constexpr (widen) store_block(out, yg, d.Og * d.P);
+    }
+  });
+}
+
+template <class T>
+void conv2d_input_grad(const Tensor& gx, const Tensor& gy, const Tensor& w, const Tensor& b, const Conv2dGeometry& g) {
+  using C = compute_t<T>;
+  constexpr bool widen = !std::is_same_v<T, C>;
+  const Dims d(g);
+  std::vector<C> wbuf, bbuf;
+  const C* wp = as_compute<T>(w, wbuf);
+  const C* bp = b.defined() ? as_compute<T>(b, bbuf) : nullptr;
+  const T* gyp = gy.data_ptr<T>();
+  T* gxp = gx.data_ptr<T>();
+  const bool direct = is_pointwise(g);
+  for_each_image<C>(g.N, [&](int64_t n, int, Scratch<C>& s) {
+    // s.a: the image's gradient (widened types) followed by the group's gy (widened) or column matrix.
+    const int64_t img = g.C * d.HW;
+    const int64_t extra = (widen ? d.Og * d.P : 0) + (direct ? 0 : d.K * d.P);
+    s.a.resize((widen ? img : 0) + extra);
+    C* dst;
+    if constexpr (widen) dst = s.a.data();
+    else dst = gxp + n * img;
+    C* tmp = s.a.data() + (widen ? img : 0);
+    if (!direct) std::fill(dst, dst + img, C(0));
+    for (int64_t grp = 0; grp < d.G; ++grp) {
+      const T* gyg = gyp + (n * g.O + grp * d.Og) * d.P;
+      const C* gyc;
+      C* gcol = tmp;
+      if constexpr (widen) {
+        load_block(gyg, tmp, d.Og * d.P);
+        gyc = tmp;
+        gcol = tmp + d.Og * d.P;
+      } else {
+        gyc = gyg;
+      }
+      C* dg = dst + grp * d.Cg * d.HW;
+      CMap<C> Wm(wp + grp * d.Og * d.K, d.Og, d.K), GY(gyc, d.Og, d.P);
+      if (direct) {
+        MMap<C> DX(dg, d.K, d.P);
+        if (d.Og == 0) DX.setZero();
+        else DX.noalias() = Wm.transpose() * GY;
+      } else if (d.Og > 0) {
+        MMap<C> GC(gcol, d.K, d.P);
+        GC.noalias() = Wm.transpose() * GY;
+        col2im(gcol, dg, g, d.Cg);
+      }
+    }
+    if (bp)
+      for (int64_t c = 0; c < g.C; ++c) {
+        C* r = dst + c * d.HW;
+        for (int64_t i = 0; i < d.HW; ++i) r[i] += bp[c];
+      }
+    if constexpr (widen) store_block(dst, gxp + n * img, img);
+  });
+}
+
+template <class T>
+void conv2d_weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, const Tensor& gy, const Conv2dGeometry& g) {
+  using C = compute_t<T>;
+  constexpr bool widen = !std::is_same_v<T, C>;
+  const Dims d(g);
+  const int64_t wn = g.O * d.K;
+  const int64_t acc_n = wn + (gb.defined() ? g.O : 0);
+  const int slots = images_in_parallel(g.N) ? omp_get_max_threads() : 1;
+  std::vector<C> acc(static_cast<size_t>(slots) * acc_n, C(0));
+  const T* xp = x.data_ptr<T>();
+  const T* gyp = gy.data_ptr<T>();
+  const bool direct = is_pointwise(g);
+  for_each_image<C>(g.N, [&](int64_t n, int slot, Scratch<C>& s) {
+    C* gw_acc = acc.data() + slot * acc_n;
+    C* gb_acc = gb.defined() ? gw_acc + wn : nullptr;
+    for (int64_t grp = 0; grp < d.G; ++grp) {
+      const T* xg = xp + (n * g.C + grp * d.Cg) * d.HW;
+      const T* gyg = gyp + (n * g.O + grp * d.Og) * d.P;
+      const C* colp = nullptr;
+      const C* gyc = nullptr;
+      if constexpr (!widen) {
+        if (direct) colp = xg;
+        gyc = gyg;
+      } else {
+        s.b.resize(d.Og * d.P);
+        load_block(gyg, s.b.data(), d.Og * d.P);
+        gyc = s.b.data();
+      }
+      if (!colp) {
+        s.a.resize(d.K * d.P);
+        if (direct) load_block(xg, s.a.data(), d.K * d.P);
+        else im2col(xg, s.a.data(), g, d.Cg);
+        colp = s.a.data();
+      }
+      CMap<C> GY(gyc, d.Og, d.P), X(colp, d.K, d.P);
+      if (d.K > 0 && d.P > 0) {
+        MMap<C> GW(gw_acc + grp * d.Og * d.K, d.Og, d.K);
+        GW.noalias() += GY * X.transpose();
+      }
+      if (gb_acc)
+        for (int64_t o = 0; o < d.Og; ++o) gb_acc[grp * d.Og + o] += GY.row(o).sum();
+    }
+  });
+  for (int t = 1; t < slots; ++t)
+    for (int64_t i = 0; i < acc_n; ++i) acc[i] += acc[t * acc_n + i];
+  store_block(acc.data(), gw.data_ptr<T>(), wn);
+  if (gb.defined()) store_block(acc.data() + wn, gb.data_ptr<T>(), g.O);
+}
+
+void forward(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dGeometry& g) {
+  visit_floating(x.dtype(), "conv2d", [&]<class T>() { conv2d_forward<T>(y, x, w, b, g); });
+}
+void input_grad(const Tensor& gx, const Tensor& gy, const Tensor& w, const Tensor& b, const Conv2dGeometry& g) {
+  visit_floating(gy.dtype(), "conv2d_input_grad", [&]<class T>() { conv2d_input_grad<T>(gx, gy, w, b, g); });
+}
+void weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, const Tensor& gy, const Conv2dGeometry& g) {
+  visit_floating(x.dtype(), "conv2d_weight_grad", [&]<class T>() { conv2d_weight_grad<T>(gw, gb, x, gy, g); });
+}
+}  // namespace
+
+void register_conv(Registry& r) {
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
+    r.conv2d.set(DeviceType::CPU, t, forward);
+    r.conv2d_input_grad.set(DeviceType::CPU, t, input_grad);
+    r.conv2d_weight_grad.set(DeviceType::CPU, t, weight_grad);
+  }
+}
+
+}  // namespace minidl::kernels::cpu

@@ -1,0 +1,187 @@
+// CPU 2-D pooling: max (with indices), average and adaptive average, and their backward passes.
+// Each (n, c) plane is independent, so planes run in parallel. f16/bf16 planes are widened to f32
+// into a scratch buffer, pooled in f32 and narrowed once. Windows and divisors follow PyTorch's
+// CPU kernels exactly (max: first maximum wins, NaN propagates; avg: count_include_pad divides by
+// the window clipped to the padded input).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "ops/cpu/loops.h"
+#include "ops/cpu/scalar.h"
+#include "ops/kernels.h"
+
+namespace minidl::kernels::cpu {
+
+namespace {
+
+// Plane p of a contiguous [planes, n] tensor, as compute-type values: the storage itself for
+// f32/f64, else widened into buf.
+template <class T>
+const compute_t<T>* load_plane(const T* base, int64_t p, int64_t n, std::vector<compute_t<T>>& buf) {
+  if constexpr (std::is_same_v<T, compute_t<T>>) {
+    return base + p * n;
+  } else {
+    buf.resize(n);
+    load_block(base + p * n, buf.data(), n);
+    return buf.data();
+  }
+}
+
+// Runs f(plane, in_buf, out_buf) for every (n, c) plane, in parallel across planes.
+template <class C, class F>
+void for_each_plane(const Pool2dGeometry& g, F&& f) {
+  const int64_t planes = g.N * g.C;
+  parallel_for(planes, std::max<int64_t>(1, g.H * g.W + g.OH * g.OW), [&](int64_t b, int64_t e) {
+    std::vector<C> in_buf, out_buf;
+    for (int64_t p = b; p < e; ++p) f(p, in_buf, out_buf);
+  });
+}
+
+struct Window {
+  int64_t hs, he, ws, we;
+  double divisor;
+};
+
+// The average-pool window of output (oh, ow) (empty when it lies in the padding only).
+inline Window avg_window(const Pool2dGeometry& g, int64_t oh, int64_t ow) {
+  Window w;
+  if (g.adaptive) {
+    w.hs = (oh * g.H) / g.OH;
+    w.he = ((oh + 1) * g.H + g.OH - 1) / g.OH;
+    w.ws = (ow * g.W) / g.OW;
+    w.we = ((ow + 1) * g.W + g.OW - 1) / g.OW;
+    w.divisor = static_cast<double>((w.he - w.hs) * (w.we - w.ws));
+    return w;
+  }
+  int64_t hs = oh * g.sh - g.ph, ws = ow * g.sw - g.pw;
+  int64_t he = std::min(hs + g.kH, g.H + g.ph), we = std::min(ws + g.kW, g.W + g.pw);
+  const int64_t pool_size = (he - hs) * (we - ws);
+  hs = std::max<int64_t>(hs, 0);
+  ws = std::max<int64_t>(ws, 0);
+  he = std::min(he, g.H);
+  we = std::min(we, g.W);
+  w = {hs, he, ws, we, static_cast<double>(g.count_include_pad ? pool_size : (he - hs) * (we - ws))};
+  return w;
+}
+
+template <class T>
+void max_pool_forward(const Tensor& y, const Tensor& indices, const Tensor& x, const Pool2dGeometry& g) {
+  using C = compute_t<T>;
+  const T* xp = x.data_ptr<T>();
+  T* yp = y.data_ptr<T>();
+  int64_t* ip = indices.data_ptr<int64_t>();
+  const int64_t HW = g.H * g.W, P = g.OH * g.OW;
+  for_each_plane<C>(g, [&](int64_t p, std::vector<C>& in_buf, std::vector<C>& out_buf) {
+    const C* xin = load_plane(xp, p, HW, in_buf);
+    out_buf.resize(P);
+    int64_t* ind = ip + p * P;
+    for (int64_t oh = 0; oh < g.OH; ++oh) {
+      int64_t hs = oh * g.sh - g.ph;
+      const int64_t he = std::min(hs + (g.kH - 1) * g.dh + 1, g.H);
+      while (hs < 0) hs += g.dh;
+      for (int64_t ow = 0; ow < g.OW; ++ow) {
+        int64_t ws = ow * g.sw - g.pw;
+        const int64_t we = std::min(ws + (g.kW - 1) * g.dw + 1, g.W);
+        while (ws < 0) ws += g.dw;
+        int64_t best = hs * g.W + ws;
+        C m = -std::numeric_limits<C>::infinity();
+        for (int64_t ih = hs; ih < he; ih += g.dh)
+          for (int64_t iw = ws; iw < we; iw += g.dw) {
+            const C v = xin[ih * g.W + iw];
+            if (v > m || std::isnan(v)) {
+              m = v;
+              best = ih * g.W + iw;
+            }
+          }
+        out_buf[oh * g.OW + ow] = m;
+        ind[oh * g.OW + ow] = best;
+      }
+    }
+    store_block(out_buf.data(), yp + p * P, P);
+  });
+}
+
+template <class T>
+void max_pool_backward(const Tensor& gx, const Tensor& gy, const Tensor& indices, const Pool2dGeometry& g) {
+  using C = compute_t<T>;
+  const T* gyp = gy.data_ptr<T>();
+  T* gxp = gx.data_ptr<T>();
+  const int64_t* ip = indices.data_ptr<int64_t>();
+  const int64_t HW = g.H * g.W, P = g.OH * g.OW;
+  for_each_plane<C>(g, [&](int64_t p, std::vector<C>& in_buf, std::vector<C>& out_buf) {
+    const C* gin = load_plane(gyp, p, P, in_buf);
+    out_buf.assign(HW, C(0));
+    const int64_t* ind = ip + p * P;
+    for (int64_t o = 0; o < P; ++o) out_buf[ind[o]] += gin[o];
+    store_block(out_buf.data(), gxp + p * HW, HW);
+  });
+}
+
+template <class T>
+void avg_pool_forward(const Tensor& y, const Tensor& x, const Pool2dGeometry& g) {
+  using C = compute_t<T>;
+  const T* xp = x.data_ptr<T>();
+  T* yp = y.data_ptr<T>();
+  const int64_t HW = g.H * g.W, P = g.OH * g.OW;
+  for_each_plane<C>(g, [&](int64_t p, std::vector<C>& in_buf, std::vector<C>& out_buf) {
+    const C* xin = load_plane(xp, p, HW, in_buf);
+    out_buf.resize(P);
+    for (int64_t oh = 0; oh < g.OH; ++oh)
+      for (int64_t ow = 0; ow < g.OW; ++ow) {
+        const Window w = avg_window(g, oh, ow);
+        C s = 0;
+        for (int64_t ih = w.hs; ih < w.he; ++ih)
+          for (int64_t iw = w.ws; iw < w.we; ++iw) s += xin[ih * g.W + iw];
+        out_buf[oh * g.OW + ow] = (w.hs >= w.he || w.ws >= w.we) ? C(0) : static_cast<C>(s / static_cast<C>(w.divisor));
+      }
+    store_block(out_buf.data(), yp + p * P, P);
+  });
+}
+
+template <class T>
+void avg_pool_backward(const Tensor& gx, const Tensor& gy, const Pool2dGeometry& g) {
+  using C = compute_t<T>;
+  const T* gyp = gy.data_ptr<T>();
+  T* gxp = gx.data_ptr<T>();
+  const int64_t HW = g.H * g.W, P = g.OH * g.OW;
+  for_each_plane<C>(g, [&](int64_t p, std::vector<C>& in_buf, std::vector<C>& out_buf) {
+    const C* gin = load_plane(gyp, p, P, in_buf);
+    out_buf.assign(HW, C(0));
+    for (int64_t oh = 0; oh < g.OH; ++oh)
+      for (int64_t ow = 0; ow < g.OW; ++ow) {
+        const Window w = avg_window(g, oh, ow);
+        if (w.hs >= w.he || w.ws >= w.we) continue;
+        const C v = gin[oh * g.OW + ow] / static_cast<C>(w.divisor);
+        for (int64_t ih = w.hs; ih < w.he; ++ih)
+          for (int64_t iw = w.ws; iw < w.we; ++iw) out_buf[ih * g.W + iw] += v;
+      }
+    store_block(out_buf.data(), gxp + p * HW, HW);
+  });
+}
+
+void max_fwd(const Tensor& y, const Tensor& indices, const Tensor& x, const Pool2dGeometry& g) {
+  visit_floating(x.dtype(), "max_pool2d", [&]<class T>() { max_pool_forward<T>(y, indices, x, g); });
+}
+void max_bwd(const Tensor& gx, const Tensor& gy, const Tensor& indices, const Pool2dGeometry& g) {
+  visit_floating(gy.dtype(), "max_pool2d_backward", [&]<class T>() { max_pool_backward<T>(gx, gy, indices, g); });
+}
+void avg_fwd(const Tensor& y, const Tensor& x, const Pool2dGeometry& g) {
+  visit_floating(x.dtype(), "avg_pool2d", [&]<class T>() { avg_pool_forward<T>(y, x, g); });
+}
+void avg_bwd(const Tensor& gx, const Tensor& gy, const Pool2dGeometry& g) {
+  visit_floating(gy.dtype(), "avg_pool2d_backward", [&]<class T>() { avg_pool_backward<T>(gx, gy, g); });
+}
+}  // namespace
+
+void register_pool(Registry& r) {
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
+    r.max_pool2d.set(DeviceType::CPU, t, max_fwd);
+    r.max_pool2d_backward.set(DeviceType::CPU, t, max_bwd);
+    r.avg_pool2d.set(DeviceType::CPU, t, avg_fwd);
+    r.avg_pool2d_backward.set(DeviceType::CPU, t, avg_bwd);
+  }
+}
+
+}  // namespace minidl::kernels::cpu

@@ -1,0 +1,64 @@
+// Convolution, pooling, batch norm and channel dropout: the CNN layer ops of the functional API
+// (torch.nn.functional names and semantics). Included by ops/ops.h.
+//   conv2d, conv_transpose2d (ops/conv.cpp): autocast LowerPrecision; first- and second-order
+//     gradients for input, weight and bias.
+//   max_pool2d, avg_pool2d, adaptive_avg_pool2d (ops/pool.cpp): autocast None; first and second order.
+//   batch_norm (ops/batch_norm.cpp): autocast None; a low-precision input with f32 weight, bias and
+//     running stats computes its statistics in f32 and returns the input dtype.
+//   dropout2d (ops/batch_norm.cpp): autocast None.
+// Spatial arguments are {height, width} pairs. Inputs are [N, C, H, W] or unbatched [C, H, W].
+#pragma once
+#include <array>
+#include <cstdint>
+
+#include "framework/generator.h"
+#include "framework/tensor.h"
+
+namespace minidl {
+
+using Size2 = std::array<int64_t, 2>;
+
+// ---- convolution (ops/conv.cpp)
+// x [N, C, H, W], weight [O, C/groups, kH, kW], bias [O] (optional) -> [N, O, OH, OW] with
+// OH = (H + 2*padding[0] - dilation[0]*(kH-1) - 1) / stride[0] + 1 (likewise OW).
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), Size2 stride = {1, 1},
+              Size2 padding = {0, 0}, Size2 dilation = {1, 1}, int64_t groups = 1);
+
+// padding="valid" (no padding) or "same" (output size = input size; stride must be 1; an odd total
+// padding puts the extra row/column at the bottom/right, as PyTorch).
+enum class ConvPadding { Valid, Same };
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride, ConvPadding padding,
+              Size2 dilation = {1, 1}, int64_t groups = 1);
+
+// x [N, Cin, H, W], weight [Cin, Cout/groups, kH, kW], bias [Cout] -> [N, Cout, OH, OW] with
+// OH = (H-1)*stride[0] - 2*padding[0] + dilation[0]*(kH-1) + output_padding[0] + 1. The gradient of
+// conv2d with respect to its input.
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), Size2 stride = {1, 1},
+                        Size2 padding = {0, 0}, Size2 output_padding = {0, 0}, int64_t groups = 1,
+                        Size2 dilation = {1, 1});
+
+// ---- pooling (ops/pool.cpp). stride {0, 0} means stride = kernel_size (PyTorch's default).
+struct MaxPoolResult {
+  Tensor values;
+  Tensor indices;  // i64, flat index ih*W + iw into each input plane (PyTorch's convention)
+};
+Tensor max_pool2d(const Tensor& x, Size2 kernel_size, Size2 stride = {0, 0}, Size2 padding = {0, 0},
+                  Size2 dilation = {1, 1}, bool ceil_mode = false);
+MaxPoolResult max_pool2d_with_indices(const Tensor& x, Size2 kernel_size, Size2 stride = {0, 0},
+                                      Size2 padding = {0, 0}, Size2 dilation = {1, 1}, bool ceil_mode = false);
+Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, Size2 stride = {0, 0}, Size2 padding = {0, 0},
+                  bool ceil_mode = false, bool count_include_pad = true);
+Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size);
+
+// ---- normalization (ops/batch_norm.cpp)
+// x [N, C, ...] (2-D or more). training: normalize with the batch mean and biased variance and, when
+// running stats are given, update them in place: running = (1 - momentum) * running + momentum *
+// batch (unbiased variance). Eval: normalize with the running stats. weight/bias [C] optional.
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), bool training = false, double momentum = 0.1, double eps = 1e-5);
+
+// Zeroes whole channels with probability p and scales the rest by 1/(1-p) (training only).
+// x [N, C, H, W] or [C, H, W] (one mask value per (n, c) plane).
+Tensor dropout2d(const Tensor& x, double p = 0.5, bool training = true, Generator* gen = nullptr);
+
+}  // namespace minidl

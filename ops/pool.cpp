@@ -1,0 +1,170 @@
+// Pooling: max_pool2d (+ indices), avg_pool2d and adaptive_avg_pool2d, with PyTorch's output sizes
+// (ceil_mode included), windows and divisors. Autocast policy: None (ops still call
+// amp::autocast_op so that a policy override applies). Every backward is a differentiable op:
+// the max-pool backward scatters by the saved indices and its own derivative gathers by them; the
+// average-pool backward is the adjoint of the (linear) forward and vice versa. So second order works.
+#include "ops/common.h"
+#include "ops/nn_ops.h"
+
+namespace minidl {
+
+using namespace ops_detail;
+using autograd::TensorList;
+using kernels::Pool2dGeometry;
+
+namespace {
+
+Tensor operand(const Tensor& t, DType dtype) {
+  Tensor d = t.detach();
+  if (d.dtype() != dtype) d = cast(d, dtype);
+  return d.contiguous();
+}
+
+// PyTorch's pooling_output_shape.
+int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode) {
+  const int64_t num = in + 2 * pad - dilation * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+  int64_t out = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
+// Validates a pooling call and fills the geometry (x made 4-D by the caller).
+Pool2dGeometry pool_geometry(const char* op, const Tensor& x_in, const Tensor& x, Size2 kernel, Size2& stride, Size2 padding,
+                             Size2 dilation, bool ceil_mode, bool is_max) {
+  if (stride[0] == 0 && stride[1] == 0) stride = kernel;  // PyTorch's default: stride = kernel_size
+  MINIDL_CHECK(kernel[0] > 0 && kernel[1] > 0, op, "kernel size should be greater than zero, but got kH: ", kernel[0],
+               " kW: ", kernel[1]);
+  MINIDL_CHECK(stride[0] > 0 && stride[1] > 0, op, "stride should be greater than zero, but got dH: ", stride[0], " dW: ",
+               stride[1]);
+  MINIDL_CHECK(dilation[0] > 0 && dilation[1] > 0, op, "dilation should be greater than zero, but got dilationH: ",
+               dilation[0], " dilationW: ", dilation[1]);
+  for (int i = 0; i < 2; ++i) {
+    const int64_t eff = is_max ? ((kernel[i] - 1) * dilation[i] + 1) : kernel[i];
+    MINIDL_CHECK(padding[i] >= 0 && padding[i] <= eff / 2, op,
+                 "pad should be at most half of effective kernel size, but got pad=", padding[i], ", kernel_size=", kernel[i],
+                 " and dilation=", dilation[i]);
+  }
+  Pool2dGeometry g;
+  g.N = x.size(0);
+  g.C = x.size(1);
+  g.H = x.size(2);
+  g.W = x.size(3);
+  g.kH = kernel[0];
+  g.kW = kernel[1];
+  g.sh = stride[0];
+  g.sw = stride[1];
+  g.ph = padding[0];
+  g.pw = padding[1];
+  g.dh = dilation[0];
+  g.dw = dilation[1];
+  g.OH = pooled_size(g.H, g.kH, g.ph, g.sh, g.dh, ceil_mode);
+  g.OW = pooled_size(g.W, g.kW, g.pw, g.sw, g.dw, ceil_mode);
+  MINIDL_CHECK(g.OH >= 1 && g.OW >= 1, op, "given input size ", shape_str(x_in.shape()), ", calculated output size: (",
+               g.C, "x", g.OH, "x", g.OW, "). Output size is too small");
+  return g;
+}
+
+void check_input(const char* op, const Tensor& x) {
+  check_defined(x, op, "input");
+  MINIDL_CHECK(x.dim() == 3 || x.dim() == 4, op, "expected 3-D (unbatched) or 4-D (batched) input, but got input of size ",
+               shape_str(x.shape()));
+  check_floating(op, x);
+  for (int64_t d = x.dim() - 2; d < x.dim(); ++d)
+    MINIDL_CHECK(x.size(d) > 0, op, "expected input to have non-zero size for non-batch dimensions, but got input of size ",
+                 shape_str(x.shape()));
+}
+
+Tensor max_backward(const Tensor& gy, const Tensor& indices, const Pool2dGeometry& g);
+
+// Values at the saved indices (the derivative of max_backward in gy; a gather).
+Tensor max_gather(const Tensor& gx, const Tensor& indices, const Pool2dGeometry& g) {
+  Tensor v = gather(gx.reshape({g.N, g.C, g.H * g.W}), 2, indices.reshape({g.N, g.C, g.OH * g.OW}));
+  return v.reshape({g.N, g.C, g.OH, g.OW});
+}
+
+Tensor max_backward(const Tensor& gy, const Tensor& indices, const Pool2dGeometry& g) {
+  Tensor gx = new_empty({g.N, g.C, g.H, g.W}, gy.dtype(), gy.device());
+  K().max_pool2d_backward.get(gy.device(), gy.dtype())(gx, operand(gy, gy.dtype()), indices, g);
+  autograd::record("MaxPool2DWithIndicesBackwardBackward", {gy}, {gx}, {indices},
+                   [g](const TensorList& grads, const TensorList& s) { return TensorList{max_gather(grads[0], s[0], g)}; });
+  return gx;
+}
+
+Tensor avg_backward(const Tensor& gy, const Pool2dGeometry& g);
+
+Tensor avg_forward(const char* name, const Tensor& x, const Pool2dGeometry& g) {
+  Tensor y = new_empty({g.N, g.C, g.OH, g.OW}, x.dtype(), x.device());
+  K().avg_pool2d.get(x.device(), x.dtype())(y, operand(x, x.dtype()), g);
+  autograd::record(name, {x}, {y}, {}, [g](const TensorList& grads, const TensorList&) {
+    return TensorList{avg_backward(grads[0], g)};
+  });
+  return y;
+}
+
+Tensor avg_backward(const Tensor& gy, const Pool2dGeometry& g) {
+  Tensor gx = new_empty({g.N, g.C, g.H, g.W}, gy.dtype(), gy.device());
+  K().avg_pool2d_backward.get(gy.device(), gy.dtype())(gx, operand(gy, gy.dtype()), g);
+  autograd::record("AvgPool2DBackwardBackward", {gy}, {gx}, {}, [g](const TensorList& grads, const TensorList&) {
+    return TensorList{avg_forward("AvgPool2DBackward", grads[0], g)};
+  });
+  return gx;
+}
+
+}  // namespace
+
+MaxPoolResult max_pool2d_with_indices(const Tensor& x_in, Size2 kernel, Size2 stride, Size2 padding, Size2 dilation,
+                                      bool ceil_mode) {
+  const char* op = "max_pool2d";
+  if (auto ac = amp::autocast_op(op, {x_in}))
+    return max_pool2d_with_indices(ac->inputs[0], kernel, stride, padding, dilation, ceil_mode);
+  check_input(op, x_in);
+  const bool batched = x_in.dim() == 4;
+  Tensor x = batched ? x_in : x_in.unsqueeze(0);
+  const Pool2dGeometry g = pool_geometry(op, x_in, x, kernel, stride, padding, dilation, ceil_mode, true);
+  Tensor y = new_empty({g.N, g.C, g.OH, g.OW}, x.dtype(), x.device());
+  Tensor indices = new_empty({g.N, g.C, g.OH, g.OW}, DType::I64, x.device());
+  K().max_pool2d.get(x.device(), x.dtype())(y, indices, operand(x, x.dtype()), g);
+  autograd::record("MaxPool2DWithIndicesBackward", {x}, {y}, {indices},
+                   [g](const TensorList& grads, const TensorList& s) { return TensorList{max_backward(grads[0], s[0], g)}; });
+  if (!batched) return {y.squeeze(0), indices.squeeze(0)};
+  return {y, indices};
+}
+
+Tensor max_pool2d(const Tensor& x, Size2 kernel, Size2 stride, Size2 padding, Size2 dilation, bool ceil_mode) {
+  return max_pool2d_with_indices(x, kernel, stride, padding, dilation, ceil_mode).values;
+}
+
+Tensor avg_pool2d(const Tensor& x_in, Size2 kernel, Size2 stride, Size2 padding, bool ceil_mode, bool count_include_pad) {
+  const char* op = "avg_pool2d";
+  if (auto ac = amp::autocast_op(op, {x_in}))
+    return avg_pool2d(ac->inputs[0], kernel, stride, padding, ceil_mode, count_include_pad);
+  check_input(op, x_in);
+  const bool batched = x_in.dim() == 4;
+  Tensor x = batched ? x_in : x_in.unsqueeze(0);
+  Pool2dGeometry g = pool_geometry(op, x_in, x, kernel, stride, padding, {1, 1}, ceil_mode, false);
+  g.count_include_pad = count_include_pad;
+  Tensor y = avg_forward("AvgPool2DBackward", x, g);
+  return batched ? y : y.squeeze(0);
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& x_in, Size2 output_size) {
+  const char* op = "adaptive_avg_pool2d";
+  if (auto ac = amp::autocast_op(op, {x_in})) return adaptive_avg_pool2d(ac->inputs[0], output_size);
+  check_input(op, x_in);
+  MINIDL_CHECK(output_size[0] > 0 && output_size[1] > 0, op, "output size must be positive, got [", output_size[0], ", ",
+               output_size[1], "]");
+  const bool batched = x_in.dim() == 4;
+  Tensor x = batched ? x_in : x_in.unsqueeze(0);
+  Pool2dGeometry g;
+  g.N = x.size(0);
+  g.C = x.size(1);
+  g.H = x.size(2);
+  g.W = x.size(3);
+  g.OH = output_size[0];
+  g.OW = output_size[1];
+  g.adaptive = true;
+  Tensor y = avg_forward("AdaptiveAvgPool2DBackward", x, g);
+  return batched ? y : y.squeeze(0);
+}
+
+}  // namespace minidl

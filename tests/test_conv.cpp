@@ -1,0 +1,312 @@
+// conv2d and conv_transpose2d: values against a plain direct convolution written in f64 loops
+// (stride, padding, "same", dilation, groups, bias, 1x1, unbatched), first- and second-order
+// gradient checks, f16/bf16 against f32 within dtype-derived tolerances, autocast, and errors.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+
+#include "gradcheck.h"
+
+using namespace minidl;
+using minidl::testing::GradCase;
+using minidl::testing::max_abs_diff;
+using minidl::testing::run_case;
+using TL = std::vector<Tensor>;
+
+namespace {
+
+std::vector<double> random_values(size_t n, double lo, double hi, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<double> v(n);
+  for (double& x : v) x = u(rng);
+  return v;
+}
+
+Tensor random_tensor(const Shape& s, uint64_t seed, DType dt = DType::F64) {
+  return cast(from_vector(random_values(numel_of(s), -1, 1, seed), s), dt);
+}
+
+struct ConvSpec {
+  Size2 stride{1, 1}, pad_lo{0, 0}, pad_hi{0, 0}, dilation{1, 1};
+  int64_t groups = 1;
+};
+
+// Direct convolution: y[n, o, oh, ow] = b[o] + sum_{c, i, j} w[o, c, i, j] * x[n, g*Cg + c, ih, iw].
+Tensor ref_conv2d(const Tensor& xt, const Tensor& wt, const Tensor& bt, const ConvSpec& s) {
+  const std::vector<double> x = xt.to_vector<double>(), w = wt.to_vector<double>();
+  const std::vector<double> b = bt.defined() ? bt.to_vector<double>() : std::vector<double>();
+  const int64_t N = xt.size(0), C = xt.size(1), H = xt.size(2), W = xt.size(3);
+  const int64_t O = wt.size(0), Cg = wt.size(1), kH = wt.size(2), kW = wt.size(3), Og = O / s.groups;
+  const int64_t OH = (H + s.pad_lo[0] + s.pad_hi[0] - s.dilation[0] * (kH - 1) - 1) / s.stride[0] + 1;
+  const int64_t OW = (W + s.pad_lo[1] + s.pad_hi[1] - s.dilation[1] * (kW - 1) - 1) / s.stride[1] + 1;
+  std::vector<double> y(N * O * OH * OW, 0.0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double acc = b.empty() ? 0.0 : b[o];
+          const int64_t grp = o / Og;
+          for (int64_t c = 0; c < Cg; ++c)
+            for (int64_t i = 0; i < kH; ++i)
+              for (int64_t j = 0; j < kW; ++j) {
+                const int64_t ih = oh * s.stride[0] - s.pad_lo[0] + i * s.dilation[0];
+                const int64_t iw = ow * s.stride[1] - s.pad_lo[1] + j * s.dilation[1];
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                acc += w[((o * Cg + c) * kH + i) * kW + j] * x[((n * C + grp * Cg + c) * H + ih) * W + iw];
+              }
+          y[((n * O + o) * OH + oh) * OW + ow] = acc;
+        }
+  (void)C;
+  return from_vector(y, {N, O, OH, OW});
+}
+
+// Direct transposed convolution: every input pixel scatters w[ci, co, i, j] * x into the output.
+Tensor ref_conv_transpose2d(const Tensor& xt, const Tensor& wt, const Tensor& bt, Size2 stride, Size2 pad, Size2 out_pad,
+                            int64_t groups, Size2 dil) {
+  const std::vector<double> x = xt.to_vector<double>(), w = wt.to_vector<double>();
+  const int64_t N = xt.size(0), Cin = xt.size(1), H = xt.size(2), W = xt.size(3);
+  const int64_t Cog = wt.size(1), kH = wt.size(2), kW = wt.size(3), Cout = Cog * groups, Cig = Cin / groups;
+  const int64_t OH = (H - 1) * stride[0] - 2 * pad[0] + dil[0] * (kH - 1) + out_pad[0] + 1;
+  const int64_t OW = (W - 1) * stride[1] - 2 * pad[1] + dil[1] * (kW - 1) + out_pad[1] + 1;
+  std::vector<double> y(N * Cout * OH * OW, 0.0);
+  if (bt.defined()) {
+    const std::vector<double> b = bt.to_vector<double>();
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t c = 0; c < Cout; ++c)
+        for (int64_t p = 0; p < OH * OW; ++p) y[(n * Cout + c) * OH * OW + p] = b[c];
+  }
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ci = 0; ci < Cin; ++ci)
+      for (int64_t ih = 0; ih < H; ++ih)
+        for (int64_t iw = 0; iw < W; ++iw) {
+          const int64_t grp = ci / Cig;
+          for (int64_t co = 0; co < Cog; ++co)
+            for (int64_t i = 0; i < kH; ++i)
+              for (int64_t j = 0; j < kW; ++j) {
+                const int64_t oh = ih * stride[0] - pad[0] + i * dil[0], ow = iw * stride[1] - pad[1] + j * dil[1];
+                if (oh < 0 || oh >= OH || ow < 0 || ow >= OW) continue;
+                y[((n * Cout + grp * Cog + co) * OH + oh) * OW + ow] +=
+                    x[((n * Cin + ci) * H + ih) * W + iw] * w[((ci * Cog + co) * kH + i) * kW + j];
+              }
+        }
+  return from_vector(y, {N, Cout, OH, OW});
+}
+
+Tensor sq(const Tensor& t) { return mul(t, t); }
+
+}  // namespace
+
+TEST_CASE("conv2d matches a direct f64 convolution", "[conv]") {
+  struct Case {
+    const char* name;
+    Shape x, w;
+    bool bias;
+    ConvSpec spec;
+  };
+  const std::vector<Case> cases = {
+      {"3x3 bias", {2, 3, 6, 5}, {4, 3, 3, 3}, true, {}},
+      {"stride 2 pad 1", {2, 3, 7, 6}, {4, 3, 3, 2}, true, {{2, 2}, {1, 1}, {1, 1}}},
+      {"stride (1, 3) pad (2, 0)", {1, 2, 5, 9}, {3, 2, 3, 3}, false, {{1, 3}, {2, 0}, {2, 0}}},
+      {"dilation 2 pad 2", {1, 2, 7, 7}, {3, 2, 3, 3}, true, {{1, 1}, {2, 2}, {2, 2}, {2, 2}}},
+      {"groups 2", {2, 4, 5, 5}, {6, 2, 3, 3}, true, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 2}},
+      {"depthwise", {2, 3, 5, 5}, {3, 1, 3, 3}, false, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 3}},
+      {"1x1", {2, 3, 4, 4}, {5, 3, 1, 1}, true, {}},
+      {"1x1 stride 2", {2, 3, 5, 5}, {5, 3, 1, 1}, true, {{2, 2}}},
+      {"kernel = input", {3, 2, 4, 4}, {2, 2, 4, 4}, true, {}},
+      {"batch 9 (parallel images)", {9, 3, 8, 8}, {4, 3, 3, 3}, true, {{1, 1}, {1, 1}, {1, 1}}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    Tensor x = random_tensor(c.x, 1), w = random_tensor(c.w, 2), b = c.bias ? random_tensor({c.w[0]}, 3) : Tensor();
+    Tensor ref = ref_conv2d(x, w, b, c.spec);
+    Tensor y = conv2d(x, w, b, c.spec.stride, c.spec.pad_lo, c.spec.dilation, c.spec.groups);
+    REQUIRE(y.shape() == ref.shape());
+    CHECK(max_abs_diff(y, ref) < 1e-12);
+    // f32 accumulates in f32: error ~ eps * sqrt(K) * |terms|.
+    Tensor y32 = conv2d(cast(x, DType::F32), cast(w, DType::F32), b.defined() ? cast(b, DType::F32) : Tensor(),
+                        c.spec.stride, c.spec.pad_lo, c.spec.dilation, c.spec.groups);
+    CHECK(y32.dtype() == DType::F32);
+    CHECK(max_abs_diff(y32, ref) < 64 * traits(DType::F32).eps);
+  }
+}
+
+TEST_CASE("conv2d padding same and valid", "[conv]") {
+  Tensor x = random_tensor({2, 2, 5, 6}, 4);
+  SECTION("odd kernel: symmetric") {
+    Tensor w = random_tensor({3, 2, 3, 5}, 5);
+    Tensor y = conv2d(x, w, Tensor(), {1, 1}, ConvPadding::Same);
+    CHECK(y.shape() == Shape{2, 3, 5, 6});
+    CHECK(max_abs_diff(y, ref_conv2d(x, w, Tensor(), {{1, 1}, {1, 2}, {1, 2}})) < 1e-12);
+  }
+  SECTION("even kernel: the extra row/column goes bottom/right (PyTorch)") {
+    Tensor w = random_tensor({3, 2, 4, 2}, 6);
+    Tensor y = conv2d(x, w, Tensor(), {1, 1}, ConvPadding::Same);
+    CHECK(y.shape() == Shape{2, 3, 5, 6});
+    CHECK(max_abs_diff(y, ref_conv2d(x, w, Tensor(), {{1, 1}, {1, 0}, {2, 1}})) < 1e-12);
+  }
+  SECTION("dilated same") {
+    Tensor w = random_tensor({3, 2, 2, 3}, 7);
+    Tensor y = conv2d(x, w, Tensor(), {1, 1}, ConvPadding::Same, {3, 2});
+    CHECK(y.shape() == Shape{2, 3, 5, 6});
+    CHECK(max_abs_diff(y, ref_conv2d(x, w, Tensor(), {{1, 1}, {1, 2}, {2, 2}, {3, 2}})) < 1e-12);
+  }
+  SECTION("valid = no padding") {
+    Tensor w = random_tensor({3, 2, 3, 3}, 8);
+    CHECK(max_abs_diff(conv2d(x, w, Tensor(), {1, 1}, ConvPadding::Valid), conv2d(x, w)) == 0.0);
+  }
+}
+
+TEST_CASE("conv2d unbatched input", "[conv]") {
+  Tensor x = random_tensor({3, 5, 5}, 9), w = random_tensor({4, 3, 3, 3}, 10), b = random_tensor({4}, 11);
+  Tensor y = conv2d(x, w, b, {1, 1}, {1, 1});
+  CHECK(y.shape() == Shape{4, 5, 5});
+  CHECK(max_abs_diff(y, conv2d(x.unsqueeze(0), w, b, {1, 1}, {1, 1}).squeeze(0)) == 0.0);
+}
+
+TEST_CASE("conv_transpose2d matches a direct f64 transposed convolution", "[conv]") {
+  struct Case {
+    const char* name;
+    Shape x, w;
+    bool bias;
+    Size2 stride, pad, out_pad;
+    int64_t groups;
+    Size2 dil;
+  };
+  const std::vector<Case> cases = {
+      {"plain", {2, 3, 4, 4}, {3, 2, 3, 3}, true, {1, 1}, {0, 0}, {0, 0}, 1, {1, 1}},
+      {"stride 2 pad 1 output_padding 1", {2, 4, 3, 3}, {4, 3, 3, 3}, true, {2, 2}, {1, 1}, {1, 1}, 1, {1, 1}},
+      {"groups 2 stride 2", {1, 4, 4, 3}, {4, 2, 2, 2}, false, {2, 2}, {0, 0}, {0, 0}, 2, {1, 1}},
+      {"dilation 2, stride (2, 1)", {2, 2, 3, 4}, {2, 3, 2, 3}, true, {2, 1}, {1, 0}, {0, 0}, 1, {2, 2}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    Tensor x = random_tensor(c.x, 12), w = random_tensor(c.w, 13), b = c.bias ? random_tensor({c.w[1] * c.groups}, 14) : Tensor();
+    Tensor ref = ref_conv_transpose2d(x, w, b, c.stride, c.pad, c.out_pad, c.groups, c.dil);
+    Tensor y = conv_transpose2d(x, w, b, c.stride, c.pad, c.out_pad, c.groups, c.dil);
+    REQUIRE(y.shape() == ref.shape());
+    CHECK(max_abs_diff(y, ref) < 1e-12);
+  }
+}
+
+TEST_CASE("conv2d input gradient is conv_transpose2d", "[conv]") {
+  Tensor x = random_tensor({2, 4, 7, 7}, 15).requires_grad_(), w = random_tensor({6, 2, 3, 3}, 16);
+  Tensor y = conv2d(x, w, Tensor(), {2, 2}, {1, 1}, {1, 1}, 2);
+  Tensor gy = random_tensor(y.shape(), 17);
+  y.backward(gy);
+  Tensor gx = conv_transpose2d(gy, w, Tensor(), {2, 2}, {1, 1}, {0, 0}, 2);
+  REQUIRE(gx.shape() == x.shape());
+  CHECK(max_abs_diff(x.grad(), gx) < 1e-12);
+}
+
+TEST_CASE("conv gradient checks (first and second order)", "[conv][grad]") {
+  const std::vector<GradCase> cases = {
+      {.name = "conv2d bias", .shapes = {{2, 3, 5, 4}, {4, 3, 3, 3}, {4}},
+       .fn = [](const TL& v) { return conv2d(v[0], v[1], v[2]); }},
+      {.name = "conv2d squared (gy depends on x, w)", .shapes = {{1, 2, 4, 4}, {3, 2, 2, 3}, {3}},
+       .fn = [](const TL& v) { return sq(conv2d(v[0], v[1], v[2], {1, 1}, {1, 0})); }},
+      {.name = "conv2d no bias", .shapes = {{2, 2, 5, 5}, {3, 2, 2, 2}}, .fn = [](const TL& v) { return conv2d(v[0], v[1]); }},
+      {.name = "conv2d stride 2 pad 1", .shapes = {{2, 2, 6, 5}, {3, 2, 3, 3}, {3}},
+       .fn = [](const TL& v) { return sq(conv2d(v[0], v[1], v[2], {2, 2}, {1, 1})); }},
+      {.name = "conv2d dilation 2", .shapes = {{1, 2, 6, 6}, {2, 2, 2, 3}, {2}},
+       .fn = [](const TL& v) { return conv2d(v[0], v[1], v[2], {1, 1}, {1, 2}, {2, 2}); }},
+      {.name = "conv2d groups 2", .shapes = {{2, 4, 4, 4}, {6, 2, 3, 3}, {6}},
+       .fn = [](const TL& v) { return sq(conv2d(v[0], v[1], v[2], {1, 1}, {1, 1}, {1, 1}, 2)); }},
+      {.name = "conv2d same (even kernel)", .shapes = {{1, 2, 5, 4}, {2, 2, 2, 4}},
+       .fn = [](const TL& v) { return sq(conv2d(v[0], v[1], Tensor(), {1, 1}, ConvPadding::Same)); }},
+      {.name = "conv2d 1x1", .shapes = {{2, 3, 3, 3}, {4, 3, 1, 1}, {4}},
+       .fn = [](const TL& v) { return sq(conv2d(v[0], v[1], v[2])); }},
+      {.name = "conv2d weight only", .shapes = {{2, 2, 4, 4}, {3, 2, 3, 3}, {3}},
+       .fn = [](const TL& v) { return sq(conv2d(v[0], v[1], v[2])); }, .differentiable = {false, true, true}},
+      {.name = "conv2d bias only", .shapes = {{2, 2, 4, 4}, {3, 2, 3, 3}, {3}},
+       .fn = [](const TL& v) { return sq(conv2d(v[0], v[1], v[2])); }, .differentiable = {false, false, true}},
+      {.name = "conv2d input only", .shapes = {{2, 2, 4, 4}, {3, 2, 3, 3}, {3}},
+       .fn = [](const TL& v) { return sq(conv2d(v[0], v[1], v[2])); }, .differentiable = {true, false, false}},
+      {.name = "conv_transpose2d", .shapes = {{2, 3, 3, 3}, {3, 2, 3, 3}, {2}},
+       .fn = [](const TL& v) { return sq(conv_transpose2d(v[0], v[1], v[2], {2, 2}, {1, 1}, {1, 1})); }},
+      {.name = "conv_transpose2d groups", .shapes = {{1, 4, 3, 2}, {4, 1, 2, 2}},
+       .fn = [](const TL& v) { return conv_transpose2d(v[0], v[1], Tensor(), {1, 2}, {0, 0}, {0, 0}, 2); }},
+      {.name = "conv2d then conv2d", .shapes = {{1, 2, 5, 5}, {3, 2, 3, 3}, {2, 3, 2, 2}},
+       .fn = [](const TL& v) { return conv2d(tanh(conv2d(v[0], v[1])), v[2]); }},
+  };
+  for (const GradCase& c : cases) {
+    INFO(c.name);
+    CHECK(run_case(c) == "");
+  }
+}
+
+TEST_CASE("conv2d in f16/bf16 matches f32 on the same inputs", "[conv][amp]") {
+  for (DType dt : {DType::F16, DType::BF16}) {
+    INFO(dtype_name(dt));
+    const double eps = traits(dt).eps;
+    // Inputs representable in dt, so the only differences are output rounding (and f32 sums).
+    Tensor x = cast(random_tensor({3, 4, 9, 8}, 20, dt), DType::F32), w = cast(random_tensor({6, 2, 3, 3}, 21, dt), DType::F32);
+    Tensor b = cast(random_tensor({6}, 22, dt), DType::F32);
+    x.requires_grad_();
+    w.requires_grad_();
+    b.requires_grad_();
+    Tensor y = conv2d(x, w, b, {2, 1}, {1, 1}, {1, 1}, 2);
+    Tensor xl = cast(x.detach(), dt).requires_grad_(), wl = cast(w.detach(), dt).requires_grad_(),
+           bl = cast(b.detach(), dt).requires_grad_();
+    Tensor yl = conv2d(xl, wl, bl, {2, 1}, {1, 1}, {1, 1}, 2);
+    CHECK(yl.dtype() == dt);
+    const double ymax = max_abs_diff(y, zeros_like(y));
+    CHECK(max_abs_diff(yl, y) <= eps * ymax);  // one rounding of values <= ymax: half an ulp
+    Tensor gy = cast(random_tensor(y.shape(), 23, dt), DType::F32);
+    y.backward(gy);
+    yl.backward(cast(gy, dt));
+    for (auto [lp, ref] : {std::pair{xl, x}, std::pair{wl, w}, std::pair{bl, b}}) {
+      REQUIRE(lp.grad().dtype() == dt);
+      CHECK(max_abs_diff(lp.grad(), ref.grad()) <= eps * max_abs_diff(ref.grad(), zeros_like(ref.grad())));
+    }
+  }
+}
+
+TEST_CASE("conv2d under CPU autocast runs in bf16, parameters get f32 gradients", "[conv][amp]") {
+  Tensor x = random_tensor({2, 3, 6, 6}, 30, DType::F32);
+  Tensor w = random_tensor({4, 3, 3, 3}, 31, DType::F32).requires_grad_();
+  Tensor b = random_tensor({4}, 32, DType::F32).requires_grad_();
+  Tensor y;
+  {
+    amp::autocast scope(DeviceType::CPU);
+    y = conv2d(x, w, b, {1, 1}, {1, 1});
+    CHECK(y.dtype() == DType::BF16);
+    Tensor t = conv_transpose2d(y, random_tensor({4, 2, 2, 2}, 33, DType::F32));
+    CHECK(t.dtype() == DType::BF16);
+  }
+  REQUIRE(y.grad_fn());
+  CHECK(y.grad_fn()->amp.policy == "lower_precision");
+  CHECK(y.grad_fn()->amp.compute_dtype == DType::BF16);
+  sum(cast(y, DType::F32)).backward();
+  REQUIRE(w.grad().defined());
+  CHECK(w.grad().dtype() == DType::F32);
+  CHECK(b.grad().dtype() == DType::F32);
+  // The bias gradient of a sum is the number of output pixels per channel, exact in bf16.
+  for (double v : b.grad().to_vector<double>()) CHECK(v == 72.0);
+  // Outside the scope the op runs in its inputs' dtype again.
+  CHECK(conv2d(x, w.detach(), b.detach()).dtype() == DType::F32);
+}
+
+TEST_CASE("conv2d errors name the op and the shapes", "[conv][errors]") {
+  Tensor x = zeros({2, 3, 8, 8}), w = zeros({6, 3, 3, 3});
+  using Catch::Matchers::Contains;
+  CHECK_THROWS_WITH(conv2d(zeros({3, 8}), w), Contains("conv2d") && Contains("[3, 8]"));
+  CHECK_THROWS_WITH(conv2d(x, zeros({6, 3, 3})), Contains("conv2d") && Contains("4-D weight"));
+  CHECK_THROWS_WITH(conv2d(zeros({2, 4, 8, 8}), w),
+                    Contains("conv2d") && Contains("[6, 3, 3, 3]") && Contains("[2, 4, 8, 8]") && Contains("3 channels"));
+  CHECK_THROWS_WITH(conv2d(x, zeros({5, 1, 3, 3}), Tensor(), {1, 1}, {0, 0}, {1, 1}, 3),
+                    Contains("conv2d") && Contains("divisible by 3"));
+  CHECK_THROWS_WITH(conv2d(x, w, zeros({5})), Contains("conv2d") && Contains("bias") && Contains("6 elements"));
+  CHECK_THROWS_WITH(conv2d(x, zeros({6, 3, 9, 9})), Contains("conv2d") && Contains("Kernel size can't be greater"));
+  CHECK_THROWS_WITH(conv2d(x, w, Tensor(), {0, 1}), Contains("conv2d") && Contains("stride"));
+  CHECK_THROWS_WITH(conv2d(x, w, Tensor(), {1, 1}, {-1, 0}), Contains("conv2d") && Contains("negative padding"));
+  CHECK_THROWS_WITH(conv2d(x, w, Tensor(), {1, 1}, {0, 0}, {0, 1}), Contains("conv2d") && Contains("dilation"));
+  CHECK_THROWS_WITH(conv2d(x, zeros({6, 3, 3, 3}, DType::F64)), Contains("conv2d") && Contains("f32") && Contains("f64"));
+  CHECK_THROWS_WITH(conv2d(x, w, Tensor(), {2, 2}, ConvPadding::Same), Contains("conv2d") && Contains("strided"));
+  CHECK_THROWS_WITH(conv_transpose2d(x, zeros({4, 2, 3, 3})), Contains("conv_transpose2d") && Contains("4 channels"));
+  CHECK_THROWS_WITH(conv_transpose2d(zeros({2, 6, 4, 4}), w, Tensor(), {1, 1}, {0, 0}, {1, 1}),
+                    Contains("conv_transpose2d") && Contains("output padding"));
+  CHECK_THROWS_WITH(conv2d(zeros({2, 3, 8, 8}, DType::I64), zeros({6, 3, 3, 3}, DType::I64)),
+                    Contains("conv2d") && Contains("floating"));
+}
