@@ -53,8 +53,9 @@ Tensor checked_weight(const char* op, const Tensor& weight, const Tensor& input,
 int64_t check_class_range(const char* op, const Tensor& target, int64_t classes, int64_t ignore_index) {
   const Tensor h = target.to(Device::cpu()).contiguous();
   const int64_t* p = h.data_ptr<int64_t>();
+  const int64_t n = h.numel();
   int64_t count = 0;
-  for (int64_t i = 0; i < h.numel(); ++i) {
+  for (int64_t i = 0; i < n; ++i) {
     if (p[i] == ignore_index) continue;
     MINIDL_CHECK(p[i] >= 0 && p[i] < classes, op, "target ", p[i], " is out of bounds for ", classes,
                  " classes (expected 0..", classes - 1, " or ignore_index ", ignore_index, ")");

@@ -1,8 +1,12 @@
 // CPU softmax-family kernels over the last dim of contiguous [rows, n] tensors: softmax and
 // log_softmax (max-subtracted), their backward, and the fused cross-entropy forward/backward
-// (log_softmax + nll in one pass over the logits). Rows run in parallel; each row is one
-// vectorized Eigen expression (Eigen's packet exp is ~10x faster than std::exp). f16/bf16 rows are
-// widened to f32 in a per-thread buffer, computed, and narrowed back.
+// (log_softmax + nll in one pass over the logits).
+//
+// Rows are processed in blocks of about kBlockElems elements: per-row work (max, sums) is done row
+// by row, but the exp runs once over the whole block with Eigen's packet exp, so short rows (10
+// classes) vectorize as well as long ones (Eigen would fall back to scalar std::exp on a row shorter
+// than one packet). Blocks run in parallel. f16/bf16 blocks are widened to f32 first, computed,
+// and narrowed back.
 #include <cmath>
 #include <vector>
 
@@ -16,20 +20,23 @@ namespace minidl::kernels::cpu {
 
 namespace {
 template <class C>
-using Row = Eigen::Map<Eigen::Array<C, Eigen::Dynamic, 1>>;
+using Vec = Eigen::Map<Eigen::Array<C, Eigen::Dynamic, 1>>;
 template <class C>
-using ConstRow = Eigen::Map<const Eigen::Array<C, Eigen::Dynamic, 1>>;
+using ConstVec = Eigen::Map<const Eigen::Array<C, Eigen::Dynamic, 1>>;
 
-// A row of storage type T seen as compute type C: a direct pointer for f32/f64, a widened copy
-// for f16/bf16. One per thread and operand, reused across rows.
+constexpr int64_t kBlockElems = 4096;  // elements per block: a few buffers of this fit in L1/L2
+constexpr int64_t kCostPerElement = 8;  // for parallel_for's grain: exp dominates
+
+// A block of consecutive rows of storage type T seen as compute type C: a direct pointer for
+// f32/f64, a widened copy for f16/bf16. One per thread and operand, reused across blocks.
 template <class T>
-struct RowReader {
+struct BlockReader {
   using C = compute_t<T>;
   std::vector<C> buf;
-  const C* read(const T* p, int64_t n) {
+  const C* read(const T* p, int64_t count) {
     if constexpr (is_low_precision_v<T>) {
-      buf.resize(n);
-      load_block(p, buf.data(), n);
+      buf.resize(count);
+      load_block(p, buf.data(), count);
       return buf.data();
     } else {
       return p;
@@ -37,27 +44,66 @@ struct RowReader {
   }
 };
 
-// Where a row's result is written: straight into f32/f64 storage, or into a buffer that
+// Where a block's result is written: straight into f32/f64 storage, or into a buffer that
 // commit() narrows into f16/bf16 storage.
 template <class T>
-struct RowWriter {
+struct BlockWriter {
   using C = compute_t<T>;
   std::vector<C> buf;
-  C* target(T* p, int64_t n) {
+  C* target(T* p, int64_t count) {
     if constexpr (is_low_precision_v<T>) {
-      buf.resize(n);
+      buf.resize(count);
       return buf.data();
     } else {
       return p;
     }
   }
-  void commit(T* p, int64_t n) {
-    if constexpr (is_low_precision_v<T>) store_block(buf.data(), p, n);
+  void commit(T* p, int64_t count) {
+    if constexpr (is_low_precision_v<T>) store_block(buf.data(), p, count);
   }
 };
 
-// Per-row cost estimate for parallel_for: exp dominates.
-constexpr int64_t kCostPerElement = 8;
+// Calls f(r0, r1) for blocks of rows covering [0, rows), in parallel.
+template <class F>
+void for_row_blocks(int64_t rows, int64_t n, F f) {
+  const int64_t per_block = std::max<int64_t>(1, kBlockElems / std::max<int64_t>(n, 1));
+  const int64_t blocks = (rows + per_block - 1) / per_block;
+  parallel_for(blocks, per_block * n * kCostPerElement, [&](int64_t b, int64_t e) {
+    for (int64_t blk = b; blk < e; ++blk) f(blk * per_block, std::min(rows, (blk + 1) * per_block));
+  });
+}
+
+// Row max and sum: Eigen's vectorized reductions pay off on long rows; short rows (a few classes)
+// are cheaper as plain loops than as a call into Eigen's reduction. A NaN in the row propagates
+// through the exp and the sum either way.
+constexpr int64_t kShortRow = 32;
+template <class C>
+C row_max(const C* p, int64_t n) {
+  if (n >= kShortRow) return ConstVec<C>(p, n).maxCoeff();
+  C m = p[0];
+  for (int64_t j = 1; j < n; ++j) m = p[j] > m ? p[j] : m;
+  return m;
+}
+template <class C>
+C row_sum(const C* p, int64_t n) {
+  if (n >= kShortRow) return ConstVec<C>(p, n).sum();
+  C s = 0;
+  for (int64_t j = 0; j < n; ++j) s += p[j];
+  return s;
+}
+
+// e[i, :] <- exp(x[i, :] - shift[i]) for the rows of a block; one vectorized exp over all of it.
+template <class C>
+void exp_shifted(C* e, const C* x, const C* shift, int64_t rows, int64_t n) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const C sh = shift[i];
+    C* er = e + i * n;
+    const C* xr = x + i * n;
+    for (int64_t j = 0; j < n; ++j) er[j] = xr[j] - sh;
+  }
+  Vec<C> all(e, rows * n);
+  all = all.exp();
+}
 
 template <class T>
 void softmax_typed(const Tensor& out, const Tensor& x, bool log) {
@@ -66,22 +112,27 @@ void softmax_typed(const Tensor& out, const Tensor& x, bool log) {
   const int64_t rows = n == 0 ? 0 : x.numel() / n;
   const T* px = static_cast<const T*>(x.raw_data());
   T* po = static_cast<T*>(out.raw_data());
-  parallel_for(rows, n * kCostPerElement, [&](int64_t b, int64_t e) {
-    RowReader<T> reader;
-    RowWriter<T> writer;
-    for (int64_t r = b; r < e; ++r) {
-      ConstRow<C> xr(reader.read(px + r * n, n), n);
-      Row<C> yr(writer.target(po + r * n, n), n);
-      const C m = xr.maxCoeff();
-      if (log) {
-        const C lse = m + std::log((xr - m).exp().sum());
-        yr = xr - lse;
-      } else {
-        yr = (xr - m).exp();
-        yr *= C(1) / yr.sum();
-      }
-      writer.commit(po + r * n, n);
+  for_row_blocks(rows, n, [&, log](int64_t r0, int64_t r1) {
+    thread_local BlockReader<T> reader;
+    thread_local BlockWriter<T> writer;
+    thread_local std::vector<C> e, m, s;
+    const int64_t R = r1 - r0, count = R * n;
+    const C* xb = reader.read(px + r0 * n, count);
+    C* yb = writer.target(po + r0 * n, count);
+    e.resize(count);
+    m.resize(R);
+    s.resize(R);
+    for (int64_t i = 0; i < R; ++i) m[i] = row_max(xb + i * n, n);
+    exp_shifted(e.data(), xb, m.data(), R, n);
+    for (int64_t i = 0; i < R; ++i) s[i] = row_sum(e.data() + i * n, n);
+    if (log) {
+      Vec<C> lse(s.data(), R);
+      lse = lse.log() + ConstVec<C>(m.data(), R);
+      for (int64_t i = 0; i < R; ++i) Vec<C>(yb + i * n, n) = ConstVec<C>(xb + i * n, n) - s[i];
+    } else {
+      for (int64_t i = 0; i < R; ++i) Vec<C>(yb + i * n, n) = ConstVec<C>(e.data() + i * n, n) * (C(1) / s[i]);
     }
+    writer.commit(po + r0 * n, count);
   });
 }
 
@@ -93,20 +144,30 @@ void softmax_backward_typed(const Tensor& grad_in, const Tensor& grad_out, const
   const T* pg = static_cast<const T*>(grad_out.raw_data());
   const T* py = static_cast<const T*>(y.raw_data());
   T* pi = static_cast<T*>(grad_in.raw_data());
-  parallel_for(rows, n * kCostPerElement, [&](int64_t b, int64_t e) {
-    RowReader<T> rg, ry;
-    RowWriter<T> writer;
-    for (int64_t r = b; r < e; ++r) {
-      ConstRow<C> g(rg.read(pg + r * n, n), n);
-      ConstRow<C> yr(ry.read(py + r * n, n), n);
-      Row<C> gi(writer.target(pi + r * n, n), n);
-      if (log) {
-        gi = g - yr.exp() * g.sum();  // d log_softmax: g - softmax * sum(g)
-      } else {
-        gi = yr * (g - (g * yr).sum());  // d softmax: y * (g - <g, y>)
+  for_row_blocks(rows, n, [&, log](int64_t r0, int64_t r1) {
+    thread_local BlockReader<T> rg, ry;
+    thread_local BlockWriter<T> writer;
+    thread_local std::vector<C> e;
+    const int64_t R = r1 - r0, count = R * n;
+    const C* gb = rg.read(pg + r0 * n, count);
+    const C* yb = ry.read(py + r0 * n, count);
+    C* ib = writer.target(pi + r0 * n, count);
+    if (log) {
+      // d log_softmax: g - softmax * sum(g), softmax = exp(y)
+      e.resize(count);
+      Vec<C>(e.data(), count) = ConstVec<C>(yb, count).exp();
+      for (int64_t i = 0; i < R; ++i) {
+        ConstVec<C> g(gb + i * n, n);
+        Vec<C>(ib + i * n, n) = g - ConstVec<C>(e.data() + i * n, n) * g.sum();
       }
-      writer.commit(pi + r * n, n);
+    } else {
+      // d softmax: y * (g - <g, y>)
+      for (int64_t i = 0; i < R; ++i) {
+        ConstVec<C> g(gb + i * n, n), yr(yb + i * n, n);
+        Vec<C>(ib + i * n, n) = yr * (g - (g * yr).sum());
+      }
     }
+    writer.commit(pi + r0 * n, count);
   });
 }
 
@@ -119,15 +180,21 @@ void cross_entropy_typed(const Tensor& loss, const Tensor& lse, const Tensor& x,
   const int64_t* pt = static_cast<const int64_t*>(target.raw_data());
   C* pl = static_cast<C*>(loss.raw_data());
   C* ps = static_cast<C*>(lse.raw_data());
-  parallel_for(rows, n * kCostPerElement, [&](int64_t b, int64_t e) {
-    RowReader<T> reader;
-    for (int64_t r = b; r < e; ++r) {
-      const C* xp = reader.read(px + r * n, n);
-      ConstRow<C> xr(xp, n);
-      const C m = xr.maxCoeff();
-      const C s = m + std::log((xr - m).exp().sum());
-      ps[r] = s;
-      pl[r] = pt[r] == ignore_index ? C(0) : s - xp[pt[r]];
+  for_row_blocks(rows, n, [&](int64_t r0, int64_t r1) {
+    thread_local BlockReader<T> reader;
+    thread_local std::vector<C> e, m;
+    const int64_t R = r1 - r0, count = R * n;
+    const C* xb = reader.read(px + r0 * n, count);
+    e.resize(count);
+    m.resize(R);
+    for (int64_t i = 0; i < R; ++i) m[i] = row_max(xb + i * n, n);
+    exp_shifted(e.data(), xb, m.data(), R, n);
+    Vec<C> s(ps + r0, R);  // lse = max + log(sum(exp(x - max)))
+    for (int64_t i = 0; i < R; ++i) s[i] = row_sum(e.data() + i * n, n);
+    s = s.log() + ConstVec<C>(m.data(), R);
+    for (int64_t i = 0; i < R; ++i) {
+      const int64_t t = pt[r0 + i];
+      pl[r0 + i] = t == ignore_index ? C(0) : s[i] - xb[i * n + t];
     }
   });
 }
@@ -141,24 +208,27 @@ void cross_entropy_backward_typed(const Tensor& grad_x, const Tensor& x, const T
   const int64_t* pt = static_cast<const int64_t*>(target.raw_data());
   const C* ps = static_cast<const C*>(lse.raw_data());
   const C* pg = static_cast<const C*>(g.raw_data());
-  const bool per_row = g.numel() == rows && rows != 1;
+  const bool per_row = g.numel() == rows && g.dim() > 0;
   T* po = static_cast<T*>(grad_x.raw_data());
-  parallel_for(rows, n * kCostPerElement, [&](int64_t b, int64_t e) {
-    RowReader<T> reader;
-    RowWriter<T> writer;
-    for (int64_t r = b; r < e; ++r) {
-      C* gp = writer.target(po + r * n, n);
-      Row<C> gr(gp, n);
-      if (pt[r] == ignore_index) {
-        gr.setZero();
-      } else {
-        const C k = static_cast<C>(scale) * pg[per_row ? r : 0];
-        ConstRow<C> xr(reader.read(px + r * n, n), n);
-        gr = (xr - ps[r]).exp() * k;
-        gp[pt[r]] -= k;
+  for_row_blocks(rows, n, [&](int64_t r0, int64_t r1) {
+    thread_local BlockReader<T> reader;
+    thread_local BlockWriter<T> writer;
+    const int64_t R = r1 - r0, count = R * n;
+    const C* xb = reader.read(px + r0 * n, count);
+    C* gb = writer.target(po + r0 * n, count);
+    exp_shifted(gb, xb, ps + r0, R, n);  // softmax
+    for (int64_t i = 0; i < R; ++i) {
+      Vec<C> row(gb + i * n, n);
+      const int64_t t = pt[r0 + i];
+      if (t == ignore_index) {
+        row.setZero();
+        continue;
       }
-      writer.commit(po + r * n, n);
+      const C k = static_cast<C>(scale) * pg[per_row ? r0 + i : 0];
+      row *= k;
+      row[t] -= k;
     }
+    writer.commit(po + r0 * n, count);
   });
 }
 
