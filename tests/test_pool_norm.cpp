@@ -1,0 +1,414 @@
+// Pooling, batch_norm and dropout2d: values and indices against plain f64 loops (PyTorch's window,
+// divisor and output-size rules written out), gradient checks (first and second order), batch_norm
+// running statistics, low precision and autocast behaviour, and error messages.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "gradcheck.h"
+
+using namespace minidl;
+using minidl::testing::GradCase;
+using minidl::testing::max_abs_diff;
+using minidl::testing::run_case;
+using TL = std::vector<Tensor>;
+
+namespace {
+
+std::vector<double> random_values(size_t n, double lo, double hi, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<double> v(n);
+  for (double& x : v) x = u(rng);
+  return v;
+}
+
+Tensor random_tensor(const Shape& s, uint64_t seed, double lo = -1, double hi = 1) {
+  return from_vector(random_values(numel_of(s), lo, hi, seed), s);
+}
+
+Tensor sq(const Tensor& t) { return mul(t, t); }
+
+struct PoolSpec {
+  Size2 k, s, p, d{1, 1};
+  bool ceil_mode = false;
+  bool count_include_pad = true;
+};
+
+int64_t ref_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
+  const double span = static_cast<double>(in + 2 * p - d * (k - 1) - 1) / static_cast<double>(s);
+  int64_t out = static_cast<int64_t>(ceil_mode ? std::ceil(span) : std::floor(span)) + 1;
+  if (ceil_mode && (out - 1) * s >= in + p) --out;  // the last window must start inside the input or left padding
+  return out;
+}
+
+// Max pooling with PyTorch's rules: taps d apart, padding never wins, first maximum, flat index.
+std::pair<Tensor, Tensor> ref_max_pool(const Tensor& xt, const PoolSpec& ps) {
+  const std::vector<double> x = xt.to_vector<double>();
+  const int64_t N = xt.size(0), C = xt.size(1), H = xt.size(2), W = xt.size(3);
+  const int64_t OH = ref_out_size(H, ps.k[0], ps.s[0], ps.p[0], ps.d[0], ps.ceil_mode);
+  const int64_t OW = ref_out_size(W, ps.k[1], ps.s[1], ps.p[1], ps.d[1], ps.ceil_mode);
+  std::vector<double> y;
+  std::vector<int64_t> idx;
+  for (int64_t nc = 0; nc < N * C; ++nc)
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        double best = -INFINITY;
+        int64_t bi = -1;
+        for (int64_t i = 0; i < ps.k[0]; ++i)
+          for (int64_t j = 0; j < ps.k[1]; ++j) {
+            const int64_t ih = oh * ps.s[0] - ps.p[0] + i * ps.d[0], iw = ow * ps.s[1] - ps.p[1] + j * ps.d[1];
+            if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+            const double v = x[nc * H * W + ih * W + iw];
+            if (bi < 0 || v > best) {
+              best = v;
+              bi = ih * W + iw;
+            }
+          }
+        y.push_back(best);
+        idx.push_back(bi);
+      }
+  return {from_vector(y, {N, C, OH, OW}), from_vector(idx, {N, C, OH, OW})};
+}
+
+Tensor ref_avg_pool(const Tensor& xt, const PoolSpec& ps) {
+  const std::vector<double> x = xt.to_vector<double>();
+  const int64_t N = xt.size(0), C = xt.size(1), H = xt.size(2), W = xt.size(3);
+  const int64_t OH = ref_out_size(H, ps.k[0], ps.s[0], ps.p[0], 1, ps.ceil_mode);
+  const int64_t OW = ref_out_size(W, ps.k[1], ps.s[1], ps.p[1], 1, ps.ceil_mode);
+  std::vector<double> y;
+  for (int64_t nc = 0; nc < N * C; ++nc)
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        double s = 0;
+        int64_t inside = 0, padded = 0;
+        for (int64_t i = 0; i < ps.k[0]; ++i)
+          for (int64_t j = 0; j < ps.k[1]; ++j) {
+            const int64_t ih = oh * ps.s[0] - ps.p[0] + i, iw = ow * ps.s[1] - ps.p[1] + j;
+            if (ih < H + ps.p[0] && iw < W + ps.p[1]) ++padded;  // taps inside the padded input
+            if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+            s += x[nc * H * W + ih * W + iw];
+            ++inside;
+          }
+        y.push_back(s / static_cast<double>(ps.count_include_pad ? padded : inside));
+      }
+  return from_vector(y, {N, C, OH, OW});
+}
+
+Tensor ref_adaptive_avg(const Tensor& xt, int64_t OH, int64_t OW) {
+  const std::vector<double> x = xt.to_vector<double>();
+  const int64_t N = xt.size(0), C = xt.size(1), H = xt.size(2), W = xt.size(3);
+  std::vector<double> y;
+  for (int64_t nc = 0; nc < N * C; ++nc)
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        const int64_t hs = static_cast<int64_t>(std::floor(double(oh * H) / OH)), he = static_cast<int64_t>(std::ceil(double((oh + 1) * H) / OH));
+        const int64_t ws = static_cast<int64_t>(std::floor(double(ow * W) / OW)), we = static_cast<int64_t>(std::ceil(double((ow + 1) * W) / OW));
+        double s = 0;
+        for (int64_t ih = hs; ih < he; ++ih)
+          for (int64_t iw = ws; iw < we; ++iw) s += x[nc * H * W + ih * W + iw];
+        y.push_back(s / double((he - hs) * (we - ws)));
+      }
+  return from_vector(y, {N, C, OH, OW});
+}
+
+struct RefBN {
+  Tensor y;
+  std::vector<double> mean, var_biased, var_unbiased;
+};
+// Batch norm written out in f64 for x [N, C, ...].
+RefBN ref_batch_norm(const Tensor& xt, const std::vector<double>& w, const std::vector<double>& b, double eps) {
+  const std::vector<double> x = xt.to_vector<double>();
+  const int64_t N = xt.size(0), C = xt.size(1), S = xt.numel() / (N * C), M = N * S;
+  RefBN r;
+  std::vector<double> y(x.size());
+  for (int64_t c = 0; c < C; ++c) {
+    double s = 0, ss = 0;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t i = 0; i < S; ++i) s += x[(n * C + c) * S + i];
+    const double mu = s / M;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t i = 0; i < S; ++i) ss += (x[(n * C + c) * S + i] - mu) * (x[(n * C + c) * S + i] - mu);
+    r.mean.push_back(mu);
+    r.var_biased.push_back(ss / M);
+    r.var_unbiased.push_back(ss / (M - 1));
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t i = 0; i < S; ++i) {
+        const int64_t k = (n * C + c) * S + i;
+        y[k] = (x[k] - mu) / std::sqrt(ss / M + eps) * (w.empty() ? 1.0 : w[c]) + (b.empty() ? 0.0 : b[c]);
+      }
+  }
+  r.y = from_vector(y, xt.shape());
+  return r;
+}
+
+double max_abs(const Tensor& t) { return max_abs_diff(t, zeros_like(t)); }
+
+}  // namespace
+
+TEST_CASE("max_pool2d values and indices match direct loops", "[pool]") {
+  const std::vector<PoolSpec> specs = {
+      {{2, 2}, {2, 2}, {0, 0}},
+      {{3, 3}, {2, 2}, {1, 1}},
+      {{3, 2}, {1, 2}, {1, 0}},
+      {{3, 3}, {2, 2}, {1, 1}, {1, 1}, true},
+      {{2, 2}, {2, 2}, {0, 0}, {1, 1}, true},
+      {{3, 3}, {1, 1}, {2, 2}, {2, 2}},
+      {{2, 3}, {3, 1}, {1, 1}, {2, 1}, true},
+  };
+  Tensor x = random_tensor({2, 3, 7, 6}, 1);
+  for (const PoolSpec& ps : specs) {
+    INFO("k " << ps.k[0] << "x" << ps.k[1] << " s " << ps.s[0] << "," << ps.s[1] << " p " << ps.p[0] << "," << ps.p[1]
+              << " d " << ps.d[0] << "," << ps.d[1] << " ceil " << ps.ceil_mode);
+    auto [ry, ri] = ref_max_pool(x, ps);
+    for (DType dt : {DType::F64, DType::F32}) {
+      MaxPoolResult r = max_pool2d_with_indices(cast(x, dt), ps.k, ps.s, ps.p, ps.d, ps.ceil_mode);
+      REQUIRE(r.values.shape() == ry.shape());
+      CHECK(r.values.dtype() == dt);
+      CHECK(r.indices.dtype() == DType::I64);
+      CHECK(max_abs_diff(r.values, cast(cast(ry, dt), DType::F64)) == 0.0);
+      CHECK(r.indices.to_vector<int64_t>() == ri.to_vector<int64_t>());
+    }
+  }
+  // Output sizes (PyTorch): ceil_mode adds the partial last window only if it starts inside.
+  CHECK(max_pool2d(zeros({1, 1, 5, 5}), {2, 2}).shape() == Shape{1, 1, 2, 2});
+  CHECK(max_pool2d(zeros({1, 1, 5, 5}), {2, 2}, {0, 0}, {0, 0}, {1, 1}, true).shape() == Shape{1, 1, 3, 3});
+  CHECK(max_pool2d(zeros({1, 1, 6, 6}), {3, 3}, {2, 2}, {1, 1}, {1, 1}, true).shape() == Shape{1, 1, 4, 4});
+  CHECK(max_pool2d(zeros({1, 1, 6, 6}), {3, 3}, {2, 2}, {1, 1}).shape() == Shape{1, 1, 3, 3});
+  CHECK(max_pool2d(zeros({2, 4, 4}), {2, 2}).shape() == Shape{2, 2, 2});  // unbatched
+}
+
+TEST_CASE("max_pool2d: first maximum wins, NaN propagates, f16/bf16 exact", "[pool]") {
+  Tensor x = from_vector(std::vector<double>{1, 3, 3, 2, /**/ 0, 0, 5, 5, /**/ 7, 1, 2, 2, /**/ 1, 7, 2, NAN}, {1, 1, 4, 4});
+  MaxPoolResult r = max_pool2d_with_indices(x, {2, 2});
+  std::vector<double> v = r.values.to_vector<double>();
+  CHECK(v[0] == 3);
+  CHECK(v[1] == 5);
+  CHECK(v[2] == 7);
+  CHECK(std::isnan(v[3]));
+  CHECK(r.indices.to_vector<int64_t>() == std::vector<int64_t>{1, 6, 8, 15});
+  // Max is a selection: exact in every dtype.
+  for (DType dt : {DType::F16, DType::BF16}) {
+    Tensor xl = cast(random_tensor({2, 3, 6, 6}, 2), dt);
+    Tensor yl = max_pool2d(xl, {3, 3}, {2, 2}, {1, 1});
+    CHECK(yl.dtype() == dt);
+    CHECK(max_abs_diff(yl, max_pool2d(cast(xl, DType::F32), {3, 3}, {2, 2}, {1, 1})) == 0.0);
+  }
+}
+
+TEST_CASE("avg_pool2d and adaptive_avg_pool2d match direct loops", "[pool]") {
+  const std::vector<PoolSpec> specs = {
+      {{2, 2}, {2, 2}, {0, 0}},
+      {{3, 3}, {2, 2}, {1, 1}},
+      {{3, 3}, {2, 2}, {1, 1}, {1, 1}, false, false},
+      {{3, 3}, {2, 2}, {1, 1}, {1, 1}, true, true},
+      {{3, 3}, {2, 2}, {1, 1}, {1, 1}, true, false},
+      {{2, 3}, {1, 2}, {1, 1}, {1, 1}, true, true},
+      {{3, 2}, {3, 3}, {0, 1}, {1, 1}, true, false},
+  };
+  Tensor x = random_tensor({2, 3, 7, 6}, 3);
+  for (const PoolSpec& ps : specs) {
+    INFO("k " << ps.k[0] << "x" << ps.k[1] << " s " << ps.s[0] << "," << ps.s[1] << " p " << ps.p[0] << "," << ps.p[1]
+              << " ceil " << ps.ceil_mode << " count_include_pad " << ps.count_include_pad);
+    Tensor ref = ref_avg_pool(x, ps);
+    Tensor y = avg_pool2d(x, ps.k, ps.s, ps.p, ps.ceil_mode, ps.count_include_pad);
+    REQUIRE(y.shape() == ref.shape());
+    CHECK(max_abs_diff(y, ref) < 1e-15);
+    CHECK(max_abs_diff(avg_pool2d(cast(x, DType::F32), ps.k, ps.s, ps.p, ps.ceil_mode, ps.count_include_pad), ref) <
+          4 * traits(DType::F32).eps);
+  }
+  for (Size2 os : {Size2{1, 1}, Size2{3, 4}, Size2{7, 6}, Size2{2, 5}, Size2{10, 9}}) {
+    INFO("adaptive " << os[0] << "x" << os[1]);
+    Tensor y = adaptive_avg_pool2d(x, os);
+    CHECK(max_abs_diff(y, ref_adaptive_avg(x, os[0], os[1])) < 1e-15);
+  }
+  // Global average pooling equals mean over H, W.
+  CHECK(max_abs_diff(adaptive_avg_pool2d(x, {1, 1}), mean(x, {2, 3}, true)) < 1e-15);
+  // bf16: one rounding of the f32 result.
+  Tensor xl = cast(x, DType::BF16);
+  Tensor yl = avg_pool2d(xl, {3, 3}, {2, 2}, {1, 1});
+  Tensor y32 = avg_pool2d(cast(xl, DType::F32), {3, 3}, {2, 2}, {1, 1});
+  CHECK(yl.dtype() == DType::BF16);
+  CHECK(max_abs_diff(yl, y32) <= traits(DType::BF16).eps * max_abs(y32));
+}
+
+TEST_CASE("pooling gradient checks (first and second order)", "[pool][grad]") {
+  const std::vector<GradCase> cases = {
+      {.name = "max_pool2d 2x2", .shapes = {{2, 2, 4, 5}}, .fn = [](const TL& v) { return sq(max_pool2d(v[0], {2, 2})); }},
+      {.name = "max_pool2d overlapping pad", .shapes = {{1, 2, 5, 5}},
+       .fn = [](const TL& v) { return sq(max_pool2d(v[0], {3, 3}, {1, 2}, {1, 1})); }},
+      {.name = "max_pool2d dilation ceil", .shapes = {{1, 2, 6, 5}},
+       .fn = [](const TL& v) { return sq(max_pool2d(v[0], {2, 2}, {2, 2}, {1, 0}, {2, 1}, true)); }},
+      {.name = "avg_pool2d", .shapes = {{2, 2, 5, 4}}, .fn = [](const TL& v) { return sq(avg_pool2d(v[0], {2, 2})); }},
+      {.name = "avg_pool2d pad ceil no-count-pad", .shapes = {{1, 2, 5, 6}},
+       .fn = [](const TL& v) { return sq(avg_pool2d(v[0], {3, 3}, {2, 2}, {1, 1}, true, false)); }},
+      {.name = "adaptive_avg_pool2d", .shapes = {{2, 2, 5, 7}},
+       .fn = [](const TL& v) { return sq(adaptive_avg_pool2d(v[0], {3, 4})); }},
+  };
+  for (const GradCase& c : cases) {
+    INFO(c.name);
+    CHECK(run_case(c) == "");
+  }
+}
+
+TEST_CASE("batch_norm training matches f64 reference and updates running stats", "[norm]") {
+  for (Shape shape : {Shape{5, 3}, Shape{4, 3, 5, 6}, Shape{3, 2, 7}}) {
+    INFO(shape_str(shape));
+    const int64_t C = shape[1];
+    Tensor x = random_tensor(shape, 10, 2.0, 5.0);  // mean far from 0: no cancellation allowed
+    std::vector<double> w = random_values(C, 0.5, 1.5, 11), b = random_values(C, -1, 1, 12);
+    std::vector<double> rm0 = random_values(C, -1, 1, 13), rv0 = random_values(C, 0.5, 2, 14);
+    RefBN ref = ref_batch_norm(x, w, b, 1e-5);
+    for (DType dt : {DType::F64, DType::F32}) {
+      INFO(dtype_name(dt));
+      Tensor rm = cast(from_vector(rm0), dt), rv = cast(from_vector(rv0), dt);
+      const uint32_t v0 = rm.version();
+      Tensor y = batch_norm(cast(x, dt), rm, rv, cast(from_vector(w), dt), cast(from_vector(b), dt), true, 0.1, 1e-5);
+      CHECK(y.dtype() == dt);
+      CHECK(max_abs_diff(y, ref.y) < (dt == DType::F64 ? 1e-12 : 16 * traits(DType::F32).eps));
+      CHECK(rm.version() > v0);
+      std::vector<double> rmv = rm.to_vector<double>(), rvv = rv.to_vector<double>();
+      const double tol = dt == DType::F64 ? 1e-13 : 8 * traits(DType::F32).eps;
+      for (int64_t c = 0; c < C; ++c) {
+        CHECK(std::abs(rmv[c] - (0.9 * rm0[c] + 0.1 * ref.mean[c])) < tol * 5);
+        CHECK(std::abs(rvv[c] - (0.9 * rv0[c] + 0.1 * ref.var_unbiased[c])) < tol * 5);
+      }
+    }
+  }
+  // No running stats (track_running_stats=False): batch statistics, nothing to update.
+  Tensor x = random_tensor({4, 3, 2, 2}, 15);
+  CHECK(max_abs_diff(batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), true), ref_batch_norm(x, {}, {}, 1e-5).y) < 1e-12);
+}
+
+TEST_CASE("batch_norm eval uses running stats", "[norm]") {
+  Tensor x = random_tensor({3, 2, 4, 4}, 20);
+  Tensor rm = from_vector(std::vector<double>{0.5, -1.0}), rv = from_vector(std::vector<double>{4.0, 0.25});
+  Tensor w = from_vector(std::vector<double>{2.0, 3.0}), b = from_vector(std::vector<double>{1.0, -1.0});
+  Tensor y = batch_norm(x, rm, rv, w, b, false, 0.1, 0.0 + 1e-5);
+  std::vector<double> xv = x.to_vector<double>(), yv = y.to_vector<double>();
+  const double mu[2] = {0.5, -1.0}, var[2] = {4.0, 0.25}, wv[2] = {2, 3}, bv[2] = {1, -1};
+  double err = 0;
+  for (size_t k = 0; k < xv.size(); ++k) {
+    const int c = static_cast<int>((k / 16) % 2);
+    err = std::max(err, std::abs(yv[k] - ((xv[k] - mu[c]) / std::sqrt(var[c] + 1e-5) * wv[c] + bv[c])));
+  }
+  CHECK(err < 1e-13);
+  CHECK(rm.to_vector<double>() == std::vector<double>{0.5, -1.0});  // untouched in eval
+}
+
+TEST_CASE("batch_norm gradient checks (first and second order)", "[norm][grad]") {
+  const std::vector<GradCase> cases = {
+      {.name = "train 4-D x, w, b", .shapes = {{3, 2, 3, 2}, {2}, {2}},
+       .fn = [](const TL& v) { return batch_norm(v[0], zeros({2}, DType::F64), ones({2}, DType::F64), v[1], v[2], true); }},
+      {.name = "train 4-D squared", .shapes = {{2, 3, 2, 2}, {3}, {3}},
+       .fn = [](const TL& v) { return sq(batch_norm(v[0], Tensor(), Tensor(), v[1], v[2], true)); }},
+      {.name = "train 2-D", .shapes = {{5, 3}, {3}, {3}},
+       .fn = [](const TL& v) { return batch_norm(v[0], Tensor(), Tensor(), v[1], v[2], true); }},
+      {.name = "train no affine", .shapes = {{4, 2, 3}},
+       .fn = [](const TL& v) { return sq(batch_norm(v[0], Tensor(), Tensor(), Tensor(), Tensor(), true)); }},
+      {.name = "train weight/bias only", .shapes = {{3, 2, 2, 2}, {2}, {2}},
+       .fn = [](const TL& v) { return sq(batch_norm(v[0], Tensor(), Tensor(), v[1], v[2], true)); },
+       .differentiable = {false, true, true}},
+      {.name = "eval", .shapes = {{2, 3, 2, 2}, {3}, {3}, {3}, {3}},
+       .fn = [](const TL& v) {
+         return sq(batch_norm(v[0], v[1], add(mul(v[2], v[2]), 0.5), v[3], v[4], false));
+       },
+       .differentiable = {true, false, false, true, true}},
+  };
+  for (const GradCase& c : cases) {
+    INFO(c.name);
+    CHECK(run_case(c) == "");
+  }
+}
+
+TEST_CASE("batch_norm with low-precision input and f32 parameters", "[norm][amp]") {
+  for (DType dt : {DType::BF16, DType::F16}) {
+    INFO(dtype_name(dt));
+    Tensor x32 = cast(cast(random_tensor({4, 3, 5, 5}, 30, -2, 3), dt), DType::F32);
+    Tensor w = cast(from_vector(random_values(3, 0.5, 1.5, 31)), DType::F32).requires_grad_();
+    Tensor b = cast(from_vector(random_values(3, -1, 1, 32)), DType::F32).requires_grad_();
+    Tensor rm = zeros({3}), rv = ones({3}), rm32 = zeros({3}), rv32 = ones({3});
+    Tensor xl = cast(x32, dt).requires_grad_();
+    Tensor y = batch_norm(xl, rm, rv, w, b, true);
+    CHECK(y.dtype() == dt);
+    CHECK(rm.dtype() == DType::F32);
+    CHECK(rv.dtype() == DType::F32);
+    Tensor y32 = batch_norm(x32, rm32, rv32, w.detach(), b.detach(), true);
+    // Statistics in f32 from the same values: only the output rounding differs.
+    CHECK(max_abs_diff(y, y32) <= traits(dt).eps * max_abs(y32));
+    CHECK(max_abs_diff(rm, rm32) < 1e-6);
+    CHECK(max_abs_diff(rv, rv32) < 1e-6);
+    sum(mul(cast(y, DType::F32), y32.detach())).backward();
+    CHECK(xl.grad().dtype() == dt);
+    CHECK(w.grad().dtype() == DType::F32);
+    CHECK(b.grad().dtype() == DType::F32);
+  }
+}
+
+TEST_CASE("batch_norm after conv2d under autocast: bf16 activations, f32 running stats", "[norm][amp]") {
+  Tensor x = cast(random_tensor({2, 3, 6, 6}, 40), DType::F32);
+  Tensor cw = cast(random_tensor({4, 3, 3, 3}, 41), DType::F32).requires_grad_();
+  Tensor w = ones({4}).requires_grad_(), b = zeros({4}).requires_grad_();
+  Tensor rm = zeros({4}), rv = ones({4});
+  Tensor y;
+  {
+    amp::autocast scope(DeviceType::CPU);
+    Tensor h = conv2d(x, cw, Tensor(), {1, 1}, {1, 1});
+    CHECK(h.dtype() == DType::BF16);
+    y = relu(batch_norm(h, rm, rv, w, b, true));
+    Tensor p = max_pool2d(y, {2, 2});
+    CHECK(y.dtype() == DType::BF16);
+    CHECK(p.dtype() == DType::BF16);
+    CHECK(adaptive_avg_pool2d(p, {1, 1}).dtype() == DType::BF16);
+  }
+  CHECK(rm.dtype() == DType::F32);
+  CHECK(max_abs(rm) > 0);
+  sum(cast(y, DType::F32)).backward();
+  CHECK(w.grad().dtype() == DType::F32);
+  CHECK(cw.grad().dtype() == DType::F32);
+}
+
+TEST_CASE("dropout2d drops whole channels", "[dropout]") {
+  Generator gen(7);
+  Tensor x = ones({8, 16, 3, 3}).requires_grad_();
+  Tensor y = dropout2d(x, 0.25, true, &gen);
+  std::vector<double> v = y.to_vector<double>();
+  int dropped = 0;
+  for (int64_t plane = 0; plane < 8 * 16; ++plane) {
+    const double first = v[plane * 9];
+    CHECK((first == 0.0 || std::abs(first - 1.0 / 0.75) < 1e-6));
+    for (int i = 1; i < 9; ++i) CHECK(v[plane * 9 + i] == first);
+    dropped += first == 0.0;
+  }
+  CHECK(std::abs(dropped - 32) < 20);  // 128 planes, p = 0.25: mean 32, sd 4.9
+  sum(y).backward();
+  CHECK(max_abs_diff(x.grad(), y.detach()) == 0.0);  // gradient = the scaled mask
+  // Same seed, same mask; eval and p = 0 return the input.
+  Generator gen2(7);
+  CHECK(max_abs_diff(dropout2d(ones({8, 16, 3, 3}), 0.25, true, &gen2), y) == 0.0);
+  CHECK(dropout2d(x, 0.5, false).is_same(x));
+  CHECK(dropout2d(x, 0.0, true).is_same(x));
+  CHECK(max_abs(dropout2d(x, 1.0, true)) == 0.0);
+  CHECK(dropout2d(ones({4, 2, 2}), 0.5, true, &gen).shape() == Shape{4, 2, 2});  // unbatched
+}
+
+TEST_CASE("pooling and batch_norm errors", "[pool][norm][errors]") {
+  using Catch::Matchers::Contains;
+  CHECK_THROWS_WITH(max_pool2d(zeros({4, 4}), {2, 2}), Contains("max_pool2d") && Contains("[4, 4]"));
+  CHECK_THROWS_WITH(max_pool2d(zeros({1, 1, 4, 4}), {2, 2}, {2, 2}, {2, 2}), Contains("max_pool2d") && Contains("half"));
+  CHECK_THROWS_WITH(max_pool2d(zeros({1, 1, 2, 2}), {3, 3}), Contains("max_pool2d") && Contains("too small"));
+  CHECK_THROWS_WITH(max_pool2d(zeros({1, 1, 4, 4}), {0, 2}), Contains("max_pool2d") && Contains("kernel size"));
+  CHECK_THROWS_WITH(avg_pool2d(zeros({1, 1, 4, 4}), {2, 2}, {1, 1}, {2, 0}), Contains("avg_pool2d") && Contains("half"));
+  CHECK_THROWS_WITH(adaptive_avg_pool2d(zeros({1, 1, 4, 4}), {0, 2}), Contains("adaptive_avg_pool2d"));
+  CHECK_THROWS_WITH(adaptive_avg_pool2d(zeros({1, 1, 0, 4}), {1, 1}), Contains("adaptive_avg_pool2d") && Contains("non-zero"));
+  CHECK_THROWS_WITH(batch_norm(zeros({1, 4}), zeros({4}), ones({4}), Tensor(), Tensor(), true),
+                    Contains("batch_norm") && Contains("more than 1 value per channel") && Contains("[1, 4]"));
+  CHECK_THROWS_WITH(batch_norm(zeros({2, 3}), zeros({4}), ones({4})), Contains("batch_norm") && Contains("running_mean") &&
+                                                                          Contains("3 elements"));
+  CHECK_THROWS_WITH(batch_norm(zeros({2, 3}), Tensor(), Tensor(), Tensor(), Tensor(), false),
+                    Contains("batch_norm") && Contains("evaluation mode"));
+  CHECK_THROWS_WITH(batch_norm(zeros({4}), Tensor(), Tensor(), Tensor(), Tensor(), true), Contains("batch_norm"));
+  CHECK_THROWS_WITH(dropout2d(zeros({1, 2, 2, 2}), 1.5), Contains("dropout2d") && Contains("between 0 and 1"));
+}
