@@ -11,9 +11,18 @@ using autograd::TensorList;
 using kernels::RandomDist;
 
 namespace {
+// Fills `out` (contiguous) and returns it. A device without a random kernel gets the same numbers
+// generated on the CPU and copied over (the counter layout is device-independent).
 Tensor random_fill(RandomDist dist, const Tensor& out, Generator* gen, double a, double b) {
   Generator& g = gen ? *gen : default_generator();
   const uint64_t offset = g.reserve(kernels::random_blocks(out.numel()));
+  if (!out.device().is_cpu() && !K().random.has(out.device().type, out.dtype())) {
+    Tensor host = empty(out.shape(), out.dtype());
+    K().random.get(Device::cpu(), out.dtype())(dist, host, g.initial_seed(), offset, a, b);
+    NoGradGuard ng;
+    out.copy_(host);
+    return out;
+  }
   K().random.get(out.device(), out.dtype())(dist, out, g.initial_seed(), offset, a, b);
   return out;
 }
