@@ -1,0 +1,54 @@
+// nn::functional: the stateless forms of the layers and losses (torch.nn.functional), forwarding
+// to the op library in ops/ops.h. `nn::functional::cross_entropy(logits, target)` is what a
+// training loop calls; everything here is differentiable and follows the ops' autocast policies.
+#pragma once
+#include "ops/ops.h"
+
+namespace minidl {
+class Generator;  // framework/generator.h
+}  // namespace minidl
+
+namespace minidl::nn::functional {
+
+// ---- activations
+inline Tensor relu(const Tensor& x) { return minidl::relu(x); }
+inline Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01) { return minidl::leaky_relu(x, negative_slope); }
+inline Tensor gelu(const Tensor& x, bool tanh_approximation = false) { return minidl::gelu(x, tanh_approximation); }
+inline Tensor sigmoid(const Tensor& x) { return minidl::sigmoid(x); }
+inline Tensor tanh(const Tensor& x) { return minidl::tanh(x); }
+inline Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0) {
+  return minidl::softplus(x, beta, threshold);
+}
+inline Tensor softmax(const Tensor& x, int64_t dim) { return minidl::softmax(x, dim); }
+inline Tensor log_softmax(const Tensor& x, int64_t dim) { return minidl::log_softmax(x, dim); }
+
+// ---- layers
+inline Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor()) {
+  return minidl::linear(x, weight, bias);
+}
+inline Tensor dropout(const Tensor& x, double p = 0.5, bool training = true, Generator* gen = nullptr) {
+  return minidl::dropout(x, p, training, gen);
+}
+
+// ---- losses
+inline Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& opts = {}) {
+  return minidl::cross_entropy(logits, target, opts);
+}
+inline Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const CrossEntropyOptions& opts = {}) {
+  return minidl::nll_loss(log_probs, target, opts);
+}
+inline Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean) {
+  return minidl::mse_loss(input, target, reduction);
+}
+inline Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean) {
+  return minidl::l1_loss(input, target, reduction);
+}
+inline Tensor binary_cross_entropy(const Tensor& probs, const Tensor& target, Reduction reduction = Reduction::Mean) {
+  return minidl::binary_cross_entropy(probs, target, reduction);
+}
+inline Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target,
+                                               Reduction reduction = Reduction::Mean, const Tensor& pos_weight = Tensor()) {
+  return minidl::binary_cross_entropy_with_logits(logits, target, reduction, pos_weight);
+}
+
+}  // namespace minidl::nn::functional

@@ -1,0 +1,350 @@
+// nn::Module: registration, traversal, modes, device/dtype moves, state dicts, printing.
+#include "nn/module.h"
+
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <ostream>
+#include <sstream>
+#include <typeinfo>
+#include <unordered_set>
+
+#include "framework/autograd/grad_mode.h"
+#include "framework/error.h"
+#include "ops/ops.h"
+
+namespace minidl::nn {
+
+namespace {
+ForwardScopeFactory& scope_factory() {
+  static ForwardScopeFactory f;
+  return f;
+}
+
+std::string join(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+}  // namespace
+
+void set_forward_scope_factory(ForwardScopeFactory factory) { scope_factory() = std::move(factory); }
+
+ForwardScope Module::forward_scope() const {
+  const ForwardScopeFactory& f = scope_factory();
+  if (!f) return ForwardScope();
+  return ForwardScope(f(*this));
+}
+
+namespace detail {
+void set_data(const Tensor& param, const Tensor& data) {
+  TensorImpl* p = param.impl();
+  const TensorImpl* d = data.impl();
+  p->storage = d->storage;
+  p->sizes = d->sizes;
+  p->strides = d->strides;
+  p->offset = d->offset;
+  p->dtype = d->dtype;
+  p->grad_accumulator.reset();  // its recorded input metadata described the old data
+}
+
+std::string group_digits(int64_t n) {
+  const std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string s = n < 0 ? std::string(1, '-') : std::string();
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) s.push_back(',');
+    s.push_back(digits[i]);
+  }
+  return s;
+}
+}  // namespace detail
+
+// ---------------------------------------------------------------- registration
+
+void Module::check_new_name(const std::string& name, const char* what) const {
+  MINIDL_CHECK(!name.empty(), what, "name cannot be empty");
+  MINIDL_CHECK(name.find('.') == std::string::npos, what, "name '", name, "' cannot contain \".\"");
+  MINIDL_CHECK(!parameters_.contains(name) && !buffers_.contains(name) &&
+                   std::none_of(children_.begin(), children_.end(), [&](const auto& c) { return c.first == name; }),
+               what, "attribute '", name, "' already exists in ", type_name());
+}
+
+Tensor Module::register_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
+  check_new_name(name, "register_parameter");
+  if (tensor.defined()) {
+    MINIDL_CHECK(tensor.is_leaf(), "register_parameter", "parameter '", name,
+                 "' must be a leaf tensor (use .detach() on the result of an operation)");
+    if (tensor.is_floating_point()) tensor.requires_grad_(requires_grad);
+    else MINIDL_CHECK(!requires_grad, "register_parameter", "parameter '", name, "' is ", dtype_name(tensor.dtype()),
+                      "; only floating point parameters can require gradients (pass requires_grad=false)");
+    tensor.set_name(join(path_, name));
+  }
+  parameters_.insert(name, tensor);
+  return tensor;
+}
+
+Tensor Module::register_buffer(const std::string& name, Tensor tensor, bool persistent) {
+  check_new_name(name, "register_buffer");
+  MINIDL_CHECK(!tensor.defined() || !tensor.requires_grad() || tensor.is_leaf(), "register_buffer", "buffer '", name,
+               "' is part of a graph; register a detached tensor");
+  if (tensor.defined()) tensor.set_name(join(path_, name));
+  buffers_.insert(name, tensor);
+  if (!persistent) non_persistent_.push_back(name);
+  return tensor;
+}
+
+void Module::register_module_impl(const std::string& name, const ModulePtr& module) {
+  check_new_name(name, "register_module");
+  MINIDL_CHECK(module != nullptr, "register_module", "submodule '", name, "' is null");
+  MINIDL_CHECK(module.get() != this, "register_module", "a module cannot be its own submodule");
+  module->name_ = name;
+  module->set_path(join(path_, name));
+  children_.emplace_back(name, module);
+}
+
+void Module::set_path(const std::string& path) {
+  path_ = path;
+  for (const auto& [n, t] : parameters_)
+    if (t.defined()) t.set_name(join(path_, n));
+  for (const auto& [n, t] : buffers_)
+    if (t.defined()) t.set_name(join(path_, n));
+  for (const auto& [n, c] : children_) c->set_path(join(path_, n));
+}
+
+// ---------------------------------------------------------------- names
+
+std::string Module::type_name() const {
+  const char* mangled = typeid(*this).name();
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string s = (status == 0 && demangled) ? demangled : mangled;
+  std::free(demangled);
+  // Drop namespaces ("minidl::nn::Linear", "(anonymous namespace)::Net") but keep template args.
+  const size_t lt = s.find('<');
+  const size_t cut = s.rfind("::", lt == std::string::npos ? std::string::npos : lt);
+  if (cut != std::string::npos) s = s.substr(cut + 2);
+  return s;
+}
+
+std::string Module::describe() const { return type_name(); }
+
+// ---------------------------------------------------------------- traversal
+
+TensorDict Module::named_parameters(bool recurse) const {
+  TensorDict out;
+  std::unordered_set<const TensorImpl*> seen;
+  std::function<void(const Module&, const std::string&)> walk = [&](const Module& m, const std::string& prefix) {
+    for (const auto& [n, t] : m.parameters_)
+      if (t.defined() && seen.insert(t.impl()).second) out.insert(join(prefix, n), t);
+    if (recurse)
+      for (const auto& [n, c] : m.children_) walk(*c, join(prefix, n));
+  };
+  walk(*this, "");
+  return out;
+}
+
+std::vector<Tensor> Module::parameters(bool recurse) const { return named_parameters(recurse).values(); }
+
+TensorDict Module::named_buffers(bool recurse) const {
+  TensorDict out;
+  std::unordered_set<const TensorImpl*> seen;
+  std::function<void(const Module&, const std::string&)> walk = [&](const Module& m, const std::string& prefix) {
+    for (const auto& [n, t] : m.buffers_)
+      if (t.defined() && seen.insert(t.impl()).second) out.insert(join(prefix, n), t);
+    if (recurse)
+      for (const auto& [n, c] : m.children_) walk(*c, join(prefix, n));
+  };
+  walk(*this, "");
+  return out;
+}
+
+std::vector<Tensor> Module::buffers(bool recurse) const { return named_buffers(recurse).values(); }
+
+std::vector<std::pair<std::string, ModulePtr>> Module::named_children() const { return children_; }
+
+std::vector<ModulePtr> Module::children() const {
+  std::vector<ModulePtr> out;
+  for (const auto& c : children_) out.push_back(c.second);
+  return out;
+}
+
+std::vector<std::pair<std::string, ModulePtr>> Module::named_modules() {
+  // A module not owned by a shared_ptr (e.g. on the stack) is returned as a non-owning pointer.
+  ModulePtr self = weak_from_this().lock();
+  if (!self) self = ModulePtr(ModulePtr(), this);
+  std::vector<std::pair<std::string, ModulePtr>> out;
+  std::unordered_set<const Module*> seen;
+  std::function<void(const ModulePtr&, const std::string&)> walk = [&](const ModulePtr& m, const std::string& prefix) {
+    if (!seen.insert(m.get()).second) return;
+    out.emplace_back(prefix, m);
+    for (const auto& [n, c] : m->children_) walk(c, join(prefix, n));
+  };
+  walk(self, "");
+  return out;
+}
+
+std::vector<ModulePtr> Module::modules() {
+  std::vector<ModulePtr> out;
+  for (auto& m : named_modules()) out.push_back(m.second);
+  return out;
+}
+
+int64_t Module::num_parameters(bool trainable_only) const {
+  int64_t n = 0;
+  for (const auto& [name, t] : named_parameters())
+    if (!trainable_only || t.requires_grad()) n += t.numel();
+  return n;
+}
+
+void Module::apply(const std::function<void(Module&)>& fn) {
+  for (auto& [n, c] : children_) c->apply(fn);
+  fn(*this);
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [n, c] : children_) c->train(on);
+}
+
+// ---------------------------------------------------------------- device / dtype
+
+namespace {
+// Replaces t's data by convert(t), and its gradient likewise; visits each TensorImpl once.
+void convert_all(Module& root, const std::function<Tensor(const Tensor&)>& convert) {
+  NoGradGuard ng;
+  std::unordered_set<const TensorImpl*> seen;
+  auto visit = [&](const Tensor& t) {
+    if (!t.defined() || !seen.insert(t.impl()).second) return;
+    Tensor data = convert(t.detach());
+    if (data.impl() == t.impl() || (data.impl()->storage == t.impl()->storage && data.dtype() == t.dtype())) return;
+    Tensor grad = t.grad();
+    detail::set_data(t, data);
+    if (grad.defined()) Tensor(t).set_grad(convert(grad.detach()));
+  };
+  for (const Tensor& p : root.named_parameters().values()) visit(p);
+  for (const Tensor& b : root.named_buffers().values()) visit(b);
+}
+}  // namespace
+
+void Module::to(Device device) {
+  convert_all(*this, [&](const Tensor& t) { return t.to(device); });
+}
+
+void Module::to(DType dtype) {
+  convert_all(*this, [&](const Tensor& t) { return t.is_floating_point() ? t.to(dtype) : t; });
+}
+
+void Module::to(Device device, DType dtype) {
+  convert_all(*this, [&](const Tensor& t) { return (t.is_floating_point() ? t.to(dtype) : t).to(device); });
+}
+
+void Module::zero_grad(bool set_to_none) {
+  NoGradGuard ng;
+  for (Tensor p : parameters()) {
+    Tensor g = p.grad();
+    if (!g.defined()) continue;
+    if (set_to_none) {
+      p.set_grad(Tensor());
+    } else {
+      Tensor z = g.detach();  // drop any graph a create_graph backward attached
+      z.zero_();
+      p.set_grad(z);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- state dicts
+
+void Module::collect_state(const std::string& prefix, TensorDict& out, bool detach) const {
+  for (const auto& [n, t] : parameters_)
+    if (t.defined()) out.insert(join(prefix, n), detach ? t.detach() : t);
+  for (const auto& [n, t] : buffers_) {
+    if (!t.defined()) continue;
+    if (std::find(non_persistent_.begin(), non_persistent_.end(), n) != non_persistent_.end()) continue;
+    out.insert(join(prefix, n), detach ? t.detach() : t);
+  }
+  for (const auto& [n, c] : children_) c->collect_state(join(prefix, n), out, detach);
+}
+
+TensorDict Module::state_dict() const {
+  TensorDict out;
+  collect_state("", out, true);
+  return out;
+}
+
+LoadResult Module::load_state_dict(const TensorDict& state, bool strict) {
+  TensorDict own;
+  collect_state("", own, false);
+  LoadResult r;
+  std::vector<std::string> mismatches;
+  for (const auto& [name, t] : own) {
+    const Tensor* src = state.find(name);
+    if (!src) {
+      r.missing_keys.push_back(name);
+      continue;
+    }
+    MINIDL_CHECK(src->defined(), "load_state_dict", "state dict entry '", name, "' is an undefined tensor");
+    if (src->shape() != t.shape())
+      mismatches.push_back(minidl::detail::concat("size mismatch for ", name, ": copying a param with shape ",
+                                          shape_str(src->shape()), " from checkpoint, the shape in current model is ",
+                                          shape_str(t.shape()), "."));
+  }
+  for (const auto& [name, t] : state)
+    if (!own.contains(name)) r.unexpected_keys.push_back(name);
+
+  auto quoted = [](const std::vector<std::string>& keys) {
+    std::string s;
+    for (size_t i = 0; i < keys.size(); ++i) s += (i ? ", \"" : "\"") + keys[i] + "\"";
+    return s;
+  };
+  std::vector<std::string> errors;
+  if (strict && !r.missing_keys.empty()) errors.push_back("Missing key(s) in state_dict: " + quoted(r.missing_keys) + ". ");
+  if (strict && !r.unexpected_keys.empty())
+    errors.push_back("Unexpected key(s) in state_dict: " + quoted(r.unexpected_keys) + ". ");
+  errors.insert(errors.end(), mismatches.begin(), mismatches.end());
+  if (!errors.empty()) {
+    std::string msg = "Error(s) in loading state_dict for " + type_name() + ":";
+    for (const auto& e : errors) msg += "\n\t" + e;
+    throw Error(msg);
+  }
+
+  NoGradGuard ng;
+  for (const auto& [name, t] : own)
+    if (const Tensor* src = state.find(name)) t.detach().copy_(*src);
+  return r;
+}
+
+// ---------------------------------------------------------------- printing
+
+void Module::summary_lines(const std::string& label, int depth,
+                           std::vector<std::pair<std::string, int64_t>>& lines) const {
+  std::string text(static_cast<size_t>(depth) * 2, ' ');
+  if (!label.empty()) text += "(" + label + "): ";
+  text += describe();
+  lines.emplace_back(text, num_parameters());
+  for (const auto& [n, c] : children_) c->summary_lines(n, depth + 1, lines);
+}
+
+std::string Module::summary() const {
+  std::vector<std::pair<std::string, int64_t>> lines;
+  summary_lines("", 0, lines);
+  size_t text_w = 0, num_w = 0;
+  for (const auto& [t, n] : lines) {
+    text_w = std::max(text_w, t.size());
+    num_w = std::max(num_w, detail::group_digits(n).size());
+  }
+  std::ostringstream os;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const auto& [t, n] = lines[i];
+    const std::string num = detail::group_digits(n);
+    os << t << std::string(text_w - t.size() + 2 + num_w - num.size(), ' ') << num << " params";
+    if (i + 1 < lines.size()) os << '\n';
+  }
+  const int64_t trainable = num_parameters(true), total = num_parameters();
+  if (trainable != total) os << "\n(" << detail::group_digits(trainable) << " of " << detail::group_digits(total)
+                             << " parameters trainable)";
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Module& module) { return os << module.summary(); }
+
+}  // namespace minidl::nn

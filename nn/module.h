@@ -1,0 +1,189 @@
+// nn::Module: the base of every layer and model. A module owns named parameters, buffers and
+// submodules (all in registration order), knows its dotted path from the root model ("block.0.fc")
+// and names its parameter tensors after it ("block.0.fc.weight") so errors and AMP reports can say
+// which weight is at fault. It switches train/eval mode, moves itself between devices and dtypes
+// (keeping each parameter's Tensor identity, as libtorch's set_data does: optimizers built before
+// `to()` keep working), and saves/loads its state dict.
+//
+// Modules are used through std::shared_ptr:
+//
+//   struct Net : nn::Module {
+//     std::shared_ptr<nn::Linear> fc1, fc2;
+//     Net() {
+//       fc1 = register_module("fc1", std::make_shared<nn::Linear>(784, 256));
+//       fc2 = register_module("fc2", std::make_shared<nn::Linear>(256, 10));
+//     }
+//     Tensor forward(const Tensor& x) {
+//       auto scope = forward_scope();   // optional: names the AMP scope, applies set_autocast
+//       return fc2->forward(relu(fc1->forward(x)));
+//     }
+//   };
+//
+// forward() is not virtual on Module (C++ has no generic signature for it); modules with the
+// signature Tensor forward(const Tensor&) derive from nn::Layer, and any module with that method
+// can be held type-erased by nn::AnyModule / nn::Sequential.
+#pragma once
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "framework/tensor.h"
+#include "framework/tensor_dict.h"
+
+namespace minidl::nn {
+
+class Module;
+using ModulePtr = std::shared_ptr<Module>;
+
+// ---- the AMP hook
+// The AMP layer installs a factory that turns a module's forward into a scope: it may push the
+// module path as the current scope name (recorded in each autograd node's AmpTag) and apply the
+// module's own autocast setting (`model->set_autocast(dtype)`, PyTorch's decorated forward). The
+// returned object is held for the duration of the forward. Without a factory, forward_scope()
+// does nothing. Install once at start-up (not thread-safe against concurrent forwards).
+using ForwardScopeFactory = std::function<std::shared_ptr<void>(const Module&)>;
+void set_forward_scope_factory(ForwardScopeFactory factory);
+
+// RAII token returned by Module::forward_scope().
+class ForwardScope {
+ public:
+  ForwardScope() = default;
+  explicit ForwardScope(std::shared_ptr<void> state) : state_(std::move(state)) {}
+
+ private:
+  std::shared_ptr<void> state_;
+};
+
+// What load_state_dict(strict=false) could not match (PyTorch's _IncompatibleKeys).
+struct LoadResult {
+  std::vector<std::string> missing_keys;
+  std::vector<std::string> unexpected_keys;
+};
+
+class Module : public std::enable_shared_from_this<Module> {
+ public:
+  Module() = default;
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // ---- registration (names: non-empty, no '.', unique within this module)
+  // Registers a leaf tensor as a parameter; floating tensors are set to require grad (unless
+  // requires_grad is false). Returns the same tensor handle. An undefined tensor registers an
+  // empty slot (PyTorch's register_parameter(name, None)), skipped by every iteration.
+  Tensor register_parameter(const std::string& name, Tensor tensor, bool requires_grad = true);
+  // Registers state that is not trained (running statistics, masks, class weights). Persistent
+  // buffers are part of the state dict.
+  Tensor register_buffer(const std::string& name, Tensor tensor, bool persistent = true);
+  // Registers a submodule and returns it with its own type.
+  template <class M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+    register_module_impl(name, module);
+    return module;
+  }
+
+  // ---- names
+  const std::string& name() const { return name_; }  // as registered in the parent ("" for a root)
+  const std::string& path() const { return path_; }  // dotted path from the root ("" for a root)
+  // The class name without namespaces ("Linear", "Net"); override to choose another.
+  virtual std::string type_name() const;
+  // One line describing this module alone, e.g. "Linear(784 -> 256, bias)". Defaults to
+  // type_name(); layers override it.
+  virtual std::string describe() const;
+
+  // ---- members, in registration order (parameters shared by two modules are listed once)
+  TensorDict named_parameters(bool recurse = true) const;
+  std::vector<Tensor> parameters(bool recurse = true) const;
+  TensorDict named_buffers(bool recurse = true) const;
+  std::vector<Tensor> buffers(bool recurse = true) const;
+  std::vector<std::pair<std::string, ModulePtr>> named_children() const;
+  std::vector<ModulePtr> children() const;
+  // This module (name "") and every descendant, pre-order, with dotted names relative to this one.
+  std::vector<std::pair<std::string, ModulePtr>> named_modules();
+  std::vector<ModulePtr> modules();
+  int64_t num_parameters(bool trainable_only = false) const;
+
+  // Calls fn on every descendant (children first, recursively) and then on this module.
+  void apply(const std::function<void(Module&)>& fn);
+
+  // ---- mode (recursive)
+  virtual void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+
+  // ---- device and dtype (recursive). Parameters keep their identity and stay leaves that require
+  // grad; existing gradients are converted too. to(dtype) converts floating tensors only.
+  void to(Device device);
+  void to(DType dtype);
+  void to(Device device, DType dtype);
+
+  // Clears parameter gradients: undefined (set_to_none) or zero-filled.
+  void zero_grad(bool set_to_none = true);
+
+  // ---- state
+  // Parameters and persistent buffers, module by module in pre-order (own parameters, then own
+  // buffers, then each child), as tensors detached from the graph that share the module's storage.
+  TensorDict state_dict() const;
+  // Copies values into this module's tensors (converting dtype and device). Shape mismatches are
+  // always errors; missing and unexpected keys are errors when strict. The error lists every
+  // missing, unexpected and mismatched key, in PyTorch's wording. Deviation from PyTorch: nothing is
+  // copied when there is an error (PyTorch may have copied some tensors before raising).
+  LoadResult load_state_dict(const TensorDict& state, bool strict = true);
+
+  // A tree: one line per module (its describe()) with its parameter count, children indented.
+  std::string summary() const;
+
+  // ---- AMP
+  // Open at the top of a forward(): see ForwardScopeFactory. Cheap when no factory is installed.
+  [[nodiscard]] ForwardScope forward_scope() const;
+  // A slot the AMP layer owns (e.g. the module's autocast override); nn never interprets it.
+  const std::shared_ptr<void>& amp_state() const { return amp_state_; }
+  void set_amp_state(std::shared_ptr<void> state) { amp_state_ = std::move(state); }
+
+ private:
+  void register_module_impl(const std::string& name, const ModulePtr& module);
+  void set_path(const std::string& path);  // recursive; renames parameter tensors
+  void check_new_name(const std::string& name, const char* what) const;
+  void collect_state(const std::string& prefix, TensorDict& out, bool detach) const;
+  void summary_lines(const std::string& label, int depth, std::vector<std::pair<std::string, int64_t>>& lines) const;
+
+  std::string name_;
+  std::string path_;
+  bool training_ = true;
+  TensorDict parameters_;
+  TensorDict buffers_;
+  std::vector<std::string> non_persistent_;
+  std::vector<std::pair<std::string, ModulePtr>> children_;
+  std::shared_ptr<void> amp_state_;
+};
+
+// A module with the signature Tensor forward(const Tensor&): every built-in layer. Sequential and
+// other containers call it through this interface or through AnyModule.
+class Layer : public Module {
+ public:
+  virtual Tensor forward(const Tensor& input) = 0;
+  Tensor operator()(const Tensor& input) { return forward(input); }
+};
+
+// Prints module.summary().
+std::ostream& operator<<(std::ostream& os, const Module& module);
+template <class M>
+  requires std::is_base_of_v<Module, M>
+std::ostream& operator<<(std::ostream& os, const std::shared_ptr<M>& module) {
+  return os << static_cast<const Module&>(*module);
+}
+
+namespace detail {
+using minidl::detail::concat;  // so nn code can say detail::concat
+// Makes `param` hold `data`'s storage, shape, strides and dtype, keeping the TensorImpl (so every
+// handle to the parameter, e.g. inside an optimizer, sees the change): libtorch's set_data.
+void set_data(const Tensor& param, const Tensor& data);
+// "1,234,567"
+std::string group_digits(int64_t n);
+}  // namespace detail
+
+}  // namespace minidl::nn

@@ -1,0 +1,68 @@
+// Internal: the single-pass update harness the optimizers share. A kernel sees one chunk of a
+// parameter as compute-type arrays: the gradient (read-only) and up to four arrays it updates in
+// place (the parameter and its state buffers; null where unused). f32/f64 data is handed over
+// directly; f16/bf16 data is converted block by block to f32 and stored back, so low-precision
+// parameters are computed in f32 and rounded once per step. Large parameters are split across the
+// OpenMP pool; results never depend on the thread count (every element is independent).
+#pragma once
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <type_traits>
+
+#include "framework/half.h"
+#include "framework/tensor.h"
+
+namespace minidl::optim::detail {
+
+// True when p, its gradient and every defined state tensor are contiguous CPU tensors of p's
+// floating dtype: the fused path applies.
+inline bool fusable(const Tensor& p, const Tensor& g, std::initializer_list<Tensor> states) {
+  auto ok = [&](const Tensor& t) {
+    return t.device().is_cpu() && t.is_contiguous() && t.dtype() == p.dtype() && t.shape() == p.shape();
+  };
+  if (!p.is_floating_point() || !ok(p) || !ok(g)) return false;
+  for (const Tensor& s : states)
+    if (s.defined() && !ok(s)) return false;
+  return true;
+}
+
+template <class T, class Kernel>
+void fused_update(int64_t n, const T* grad, std::array<T*, 4> arrays, Kernel&& kernel) {
+  using C = compute_t<T>;
+  constexpr int64_t kChunk = int64_t{1} << 14;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (n >= (int64_t{1} << 17))
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t start = c * kChunk, len = std::min(kChunk, n - start);
+    if constexpr (std::is_same_v<T, C>) {
+      std::array<C*, 4> a{};
+      for (int k = 0; k < 4; ++k) a[k] = arrays[k] ? arrays[k] + start : nullptr;
+      kernel(grad + start, a, len);
+    } else {
+      constexpr int64_t kBlock = 256;
+      C gb[kBlock];
+      C buf[4][kBlock];
+      for (int64_t b = 0; b < len; b += kBlock) {
+        const int64_t m = std::min(kBlock, len - b);
+        load_block(grad + start + b, gb, m);
+        std::array<C*, 4> a{};
+        for (int k = 0; k < 4; ++k) {
+          if (!arrays[k]) continue;
+          load_block(arrays[k] + start + b, buf[k], m);
+          a[k] = buf[k];
+        }
+        kernel(static_cast<const C*>(gb), a, m);
+        for (int k = 0; k < 4; ++k)
+          if (arrays[k]) store_block(buf[k], arrays[k] + start + b, m);
+      }
+    }
+  }
+}
+
+template <class T>
+T* data_or_null(const Tensor& t) {
+  return t.defined() ? static_cast<T*>(t.raw_data()) : nullptr;
+}
+
+}  // namespace minidl::optim::detail
