@@ -20,7 +20,9 @@ if(MINIDL_HAS_CUDA)
     set(CMAKE_CUDA_ARCHITECTURES 90)  # H100/H200; override with -DCMAKE_CUDA_ARCHITECTURES=...
   endif()
   enable_language(CUDA)
-  set(CMAKE_CUDA_STANDARD 20)
+  # CMake 3.25 does not know nvcc's C++20 dialect: .cu files are C++17 (the host headers they
+  # include must stay C++17-clean; framework/half.h is not, so kernels use cuda_fp16.h instead).
+  set(CMAKE_CUDA_STANDARD 17)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
 endif()
 

@@ -18,6 +18,12 @@ using namespace ops_detail;
 using autograd::TensorList;
 
 namespace {
+// The options with a (possibly autocast) class weight swapped in.
+CrossEntropyOptions with_weight(CrossEntropyOptions o, const Tensor& weight) {
+  o.weight = weight;
+  return o;
+}
+
 Tensor reduce(const Tensor& loss, Reduction reduction) {
   switch (reduction) {
     case Reduction::None: return loss;
@@ -164,6 +170,7 @@ Tensor cross_entropy_probs(const Tensor& logits, const Tensor& target, const Cro
 }  // namespace
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const CrossEntropyOptions& o) {
+  if (auto ac = amp::autocast_op("nll_loss", {input, o.weight})) return nll_loss(ac->inputs[0], target, with_weight(o, ac->inputs[1]));
   const char* op = "nll_loss";
   check_defined(input, op, "input");
   check_defined(target, op, "target");
@@ -183,6 +190,8 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const CrossEntropyOpt
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& o) {
+  if (auto ac = amp::autocast_op("cross_entropy", {logits, target, o.weight}))
+    return cross_entropy(ac->inputs[0], ac->inputs[1], with_weight(o, ac->inputs[2]));
   const char* op = "cross_entropy";
   check_defined(logits, op, "input");
   check_defined(target, op, "target");
@@ -249,12 +258,14 @@ void check_pair(const char* op, const Tensor& input, const Tensor& target) {
 }  // namespace
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  if (auto ac = amp::autocast_op("mse_loss", {input, target})) return mse_loss(ac->inputs[0], ac->inputs[1], reduction);
   check_pair("mse_loss", input, target);
   Tensor d = sub(input, target);  // broadcasts, as PyTorch (which only warns on a shape mismatch)
   return reduce(mul(d, d), reduction);
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  if (auto ac = amp::autocast_op("l1_loss", {input, target})) return l1_loss(ac->inputs[0], ac->inputs[1], reduction);
   check_pair("l1_loss", input, target);
   return reduce(abs(sub(input, target)), reduction);
 }
@@ -287,6 +298,8 @@ Tensor softplus_neg(const Tensor& x) {
 }  // namespace
 
 Tensor binary_cross_entropy(const Tensor& probs, const Tensor& target_in, Reduction reduction) {
+  if (auto ac = amp::autocast_op("binary_cross_entropy", {probs, target_in}))
+    return binary_cross_entropy(ac->inputs[0], ac->inputs[1], reduction);
   const char* op = "binary_cross_entropy";
   check_pair(op, probs, target_in);
   check_same_shape(op, probs, target_in);
@@ -316,6 +329,8 @@ Tensor binary_cross_entropy(const Tensor& probs, const Tensor& target_in, Reduct
 
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target_in, Reduction reduction,
                                         const Tensor& pos_weight_in) {
+  if (auto ac = amp::autocast_op("binary_cross_entropy_with_logits", {logits, target_in, pos_weight_in}))
+    return binary_cross_entropy_with_logits(ac->inputs[0], ac->inputs[1], reduction, ac->inputs[2]);
   const char* op = "binary_cross_entropy_with_logits";
   check_pair(op, logits, target_in);
   check_same_shape(op, logits, target_in);

@@ -44,8 +44,14 @@ Tensor softmax_forward(const char* name, const Tensor& x, int64_t dim, bool log)
 }
 }  // namespace
 
-Tensor softmax(const Tensor& x, int64_t dim) { return softmax_forward("softmax", x, dim, false); }
-Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_forward("log_softmax", x, dim, true); }
+Tensor softmax(const Tensor& x, int64_t dim) {
+  if (auto ac = amp::autocast_op("softmax", {x})) return softmax(ac->inputs[0], dim);
+  return softmax_forward("softmax", x, dim, false);
+}
+Tensor log_softmax(const Tensor& x, int64_t dim) {
+  if (auto ac = amp::autocast_op("log_softmax", {x})) return log_softmax(ac->inputs[0], dim);
+  return softmax_forward("log_softmax", x, dim, true);
+}
 
 Tensor softmax_backward(const Tensor& g_in, const Tensor& y, int64_t dim, bool log) {
   const char* name = "softmax_backward";
