@@ -1,5 +1,6 @@
 #include "framework/device.h"
 
+#include "framework/cuda.h"
 #include "framework/error.h"
 
 namespace minidl {
@@ -16,3 +17,17 @@ Device Device::parse(const std::string& s) {
 }
 
 }  // namespace minidl
+
+namespace minidl::cuda {
+
+void check_device(Device device, const char* op) {
+  if (device.is_cpu()) return;
+  MINIDL_CHECK(is_compiled(), op, "device ", device.str(),
+               " is not available: this build has no CUDA backend (configure with -DMINIDL_CUDA=ON on a machine "
+               "with nvcc, cuBLAS and cuDNN)");
+  MINIDL_CHECK(is_available(), op, "device ", device.str(), " is not available: no CUDA GPU was found (or the driver failed to initialise)");
+  MINIDL_CHECK(device.index >= 0 && device.index < device_count(), op, "device ", device.str(),
+               " is not available: this machine has ", device_count(), " CUDA device(s)");
+}
+
+}  // namespace minidl::cuda

@@ -17,9 +17,10 @@ class KernelTable {
   void set_all(DeviceType device, Fn fn) {
     for (int t = 0; t < kNumDTypes; ++t) table_[index(device, static_cast<DType>(t))] = fn;
   }
-  Fn get(Device device, DType dtype) const {
+  // `op`: the user-facing op the error should name (e.g. "exp" for the "unary" family).
+  Fn get(Device device, DType dtype, const char* op = nullptr) const {
     Fn fn = table_[index(device.type, dtype)];
-    MINIDL_CHECK(fn != nullptr, op_, "no kernel for (", device_type_name(device.type), ", ", dtype_name(dtype), ")",
+    MINIDL_CHECK(fn != nullptr, op ? op : op_, "no kernel for (", device_type_name(device.type), ", ", dtype_name(dtype), ")",
                  device.is_cuda() ? " in this build" : "");
     return fn;
   }

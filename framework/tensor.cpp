@@ -8,6 +8,7 @@
 #include "framework/autograd/engine.h"
 #include "framework/autograd/grad_mode.h"
 #include "framework/autograd/node.h"
+#include "framework/cuda.h"
 #include "framework/error.h"
 #include "framework/half.h"
 #include "ops/kernels.h"
@@ -138,9 +139,12 @@ Tensor Tensor::mean() const { return minidl::mean(*this); }
 
 Tensor empty(const Shape& shape, TensorOptions opts) {
   for (int64_t s : shape) MINIDL_CHECK(s >= 0, "empty", "negative dimension in shape ", shape_str(shape));
-  // A backend installs its device allocator when its kernels register: make sure that happened
-  // before the first allocation on a non-CPU device (else "no allocator" even with a GPU).
-  if (!opts.device_.is_cpu()) (void)kernels::registry();
+  if (!opts.device_.is_cpu()) {
+    cuda::check_device(opts.device_, "empty");
+    // A backend installs its device allocator when its kernels register: make sure that happened
+    // before the first allocation on a non-CPU device (else "no allocator" even with a GPU).
+    (void)kernels::registry();
+  }
   auto i = std::make_shared<TensorImpl>();
   i->storage = std::make_shared<Storage>(static_cast<size_t>(numel_of(shape)) * element_size(opts.dtype_), opts.device_);
   i->sizes = shape;

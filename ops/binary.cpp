@@ -39,20 +39,25 @@ Prepared prepare(BinaryOp op, const Tensor& a_in, const Tensor& b_in, double alp
   if (op == BinaryOp::Div || op == BinaryOp::Pow) {
     if (!is_floating(t)) t = DType::F32;  // true division, as torch.div
   }
+  MINIDL_CHECK(t != DType::Bool, name, "arithmetic on two bool tensors is not supported (got ", a_in.meta_str(),
+               " and ", b_in.meta_str(), "); cast one to an integer or floating dtype first");
+  const Shape shape = broadcast_shapes(a_in.shape(), b_in.shape(), name);
+  auto kernel = K().binary.get(a_in.device(), t, name);
   Prepared p{cast(a_in, t), cast(b_in, t), Tensor()};
-  p.out = new_empty(broadcast_shapes(p.a.shape(), p.b.shape(), name), t, p.a.device());
-  K().binary.get(p.a.device(), t)(op, p.out, p.a, p.b, 0.0, alpha);
+  p.out = new_empty(shape, t, p.a.device());
+  kernel(op, p.out, p.a, p.b, 0.0, alpha);
   return p;
 }
 
-Tensor run_scalar(BinaryOp op, const Tensor& a_in, double s, double alpha = 1.0) {
-  const char* name = op_name(op);
+Tensor run_scalar(BinaryOp op, const Tensor& a_in, double s, double alpha = 1.0, const char* name = nullptr) {
+  if (!name) name = op_name(op);
   check_defined(a_in, name, "self");
   DType t = result_type(a_in, s);
   if ((op == BinaryOp::Div || op == BinaryOp::Pow) && !is_floating(t)) t = DType::F32;
+  auto kernel = K().binary.get(a_in.device(), t, name);
   Tensor a = cast(a_in, t);
   Tensor out = new_empty(a.shape(), t, a.device());
-  K().binary.get(a.device(), t)(op, out, a, Tensor(), s, alpha);
+  kernel(op, out, a, Tensor(), s, alpha);
   return out;
 }
 }  // namespace
@@ -147,8 +152,8 @@ Tensor add(const Tensor& a, double b) {
 Tensor sub(const Tensor& a, double b) { return add(a, -b); }
 
 Tensor rsub(const Tensor& a, double b) {
-  Tensor out = run_scalar(BinaryOp::Sub, a, b);  // a - b, negated below
-  Tensor r = run_scalar(BinaryOp::Mul, out, -1.0);
+  Tensor out = run_scalar(BinaryOp::Sub, a, b, 1.0, "rsub");  // a - b, negated below
+  Tensor r = run_scalar(BinaryOp::Mul, out, -1.0, 1.0, "rsub");
   autograd::record("RsubBackward", {a}, {r}, {}, [](const TensorList& g, const TensorList&) { return TensorList{neg(g[0])}; });
   return r;
 }
@@ -176,7 +181,7 @@ Tensor pow(const Tensor& a, double e) {
 }
 
 Tensor neg(const Tensor& a) {
-  Tensor out = run_scalar(BinaryOp::Mul, a, -1.0);
+  Tensor out = run_scalar(BinaryOp::Mul, a, -1.0, 1.0, "neg");
   autograd::record("NegBackward", {a}, {out}, {}, [](const TensorList& g, const TensorList&) { return TensorList{neg(g[0])}; });
   return out;
 }

@@ -15,17 +15,20 @@ Tensor compare(BinaryOp op, const char* name, const Tensor& a, const Tensor& b) 
   check_defined(b, name, "other");
   check_same_device(name, a, b);
   const DType t = result_type(a, b);
+  const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
+  auto kernel = K().binary.get(a.device(), t, name);
   Tensor x = cast(a, t).detach(), y = cast(b, t).detach();
-  Tensor out = new_empty(broadcast_shapes(x.shape(), y.shape(), name), DType::Bool, x.device());
-  K().binary.get(x.device(), t)(op, out, x, y, 0.0, 1.0);
+  Tensor out = new_empty(shape, DType::Bool, x.device());
+  kernel(op, out, x, y, 0.0, 1.0);
   return out;
 }
 Tensor compare(BinaryOp op, const char* name, const Tensor& a, double s) {
   check_defined(a, name, "self");
   const DType t = result_type(a, s);
+  auto kernel = K().binary.get(a.device(), t, name);
   Tensor x = cast(a, t).detach();
   Tensor out = new_empty(x.shape(), DType::Bool, x.device());
-  K().binary.get(x.device(), t)(op, out, x, Tensor(), s, 1.0);
+  kernel(op, out, x, Tensor(), s, 1.0);
   return out;
 }
 }  // namespace
@@ -51,10 +54,11 @@ Tensor where(const Tensor& cond, const Tensor& a_in, const Tensor& b_in) {
   check_same_device("where", cond, a_in);
   check_same_device("where", a_in, b_in);
   const DType t = result_type(a_in, b_in);
+  Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a_in.shape(), "where"), b_in.shape(), "where");
+  auto kernel = K().where.get(a_in.device(), t, "where");
   Tensor a = cast(a_in, t), b = cast(b_in, t);
-  Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   Tensor out = new_empty(shape, t, a.device());
-  K().where.get(a.device(), t)(out, cond, a, b);
+  kernel(out, cond, a, b);
   autograd::record("WhereBackward", {a, b}, {out}, {cond},
                    [sa = a.shape(), sb = b.shape()](const TensorList& g, const TensorList& s) {
                      Tensor z = zeros_like(g[0]);
@@ -68,8 +72,9 @@ Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi
   check_floating("clamp", x);
   const double l = lo.value_or(-std::numeric_limits<double>::infinity());
   const double h = hi.value_or(std::numeric_limits<double>::infinity());
+  auto kernel = K().unary.get(x.device(), x.dtype(), "clamp");
   Tensor out = new_empty(x.shape(), x.dtype(), x.device());
-  K().unary.get(x.device(), x.dtype())(kernels::UnaryOp::Clamp, out, x, l, h);
+  kernel(kernels::UnaryOp::Clamp, out, x, l, h);
   autograd::record("ClampBackward", {x}, {out}, {x}, [l, h](const TensorList& g, const TensorList& s) {
     // Gradient passes where the input was inside [min, max] (boundaries included, as PyTorch).
     Tensor inside = cast(eq(add(cast(ge(s[0], l), g[0].dtype()), cast(le(s[0], h), g[0].dtype())), 2.0), g[0].dtype());

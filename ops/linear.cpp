@@ -19,13 +19,15 @@ void check_matmul_args(const char* op, const Tensor& a, const Tensor& b) {
                " != ", dtype_name(b.dtype()));
 }
 
-Tensor gemm(const Tensor& a, const Tensor& b, const Shape& out_shape, const Tensor& init, double alpha, double beta) {
+Tensor gemm(const char* op, const Tensor& a, const Tensor& b, const Shape& out_shape, const Tensor& init, double alpha,
+            double beta) {
+  auto kernel = K().gemm.get(a.device(), a.dtype(), op);
   Tensor out = new_empty(out_shape, a.dtype(), a.device());
   if (init.defined() && beta != 0) {
     NoGradGuard ng;
     out.copy_(init.detach());
   }
-  K().gemm.get(a.device(), a.dtype())(out, a.detach(), b.detach(), alpha, init.defined() ? beta : 0.0);
+  kernel(out, a.detach(), b.detach(), alpha, init.defined() ? beta : 0.0);
   return out;
 }
 }  // namespace
@@ -36,7 +38,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   MINIDL_CHECK(a.dim() == 2 && b.dim() == 2, "mm", "expected 2-D tensors, got ", a.meta_str(), " and ", b.meta_str());
   MINIDL_CHECK(a.size(1) == b.size(0), "mm", "mat1 and mat2 shapes cannot be multiplied (", a.size(0), "x", a.size(1),
                " and ", b.size(0), "x", b.size(1), ")");
-  Tensor out = gemm(a, b, {a.size(0), b.size(1)}, Tensor(), 1.0, 0.0);
+  Tensor out = gemm("mm", a, b, {a.size(0), b.size(1)}, Tensor(), 1.0, 0.0);
   const bool ga = a.requires_grad(), gb = b.requires_grad();
   autograd::record("MmBackward", {a, b}, {out}, {gb ? a : Tensor(), ga ? b : Tensor()},
                    [ga, gb](const TensorList& g, const TensorList& s) {
@@ -52,7 +54,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   MINIDL_CHECK(a.size(0) == b.size(0), "bmm", "batch sizes differ: ", a.size(0), " vs ", b.size(0));
   MINIDL_CHECK(a.size(2) == b.size(1), "bmm", "shapes cannot be multiplied (", shape_str(a.shape()), " and ",
                shape_str(b.shape()), ")");
-  Tensor out = gemm(a, b, {a.size(0), a.size(1), b.size(2)}, Tensor(), 1.0, 0.0);
+  Tensor out = gemm("bmm", a, b, {a.size(0), a.size(1), b.size(2)}, Tensor(), 1.0, 0.0);
   const bool ga = a.requires_grad(), gb = b.requires_grad();
   autograd::record("BmmBackward", {a, b}, {out}, {gb ? a : Tensor(), ga ? b : Tensor()},
                    [ga, gb](const TensorList& g, const TensorList& s) {
@@ -68,8 +70,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const int64_t da = a.dim(), db = b.dim();
   MINIDL_CHECK(da >= 1 && db >= 1, "matmul", "both arguments need at least 1 dimension, got ", a.meta_str(), " and ",
                b.meta_str());
+  // The contracted sizes must agree whatever the ranks; checked here so the error names matmul.
+  const int64_t ka = a.size(-1), kb = db == 1 ? b.size(0) : b.size(-2);
+  MINIDL_CHECK(ka == kb, "matmul", "shapes cannot be multiplied (", shape_str(a.shape()), " and ", shape_str(b.shape()),
+               "): ", ka, " vs ", kb, " in the contracted dim");
   if (da == 1 && db == 1) {
-    MINIDL_CHECK(a.size(0) == b.size(0), "matmul", "inconsistent tensor size: ", a.size(0), " vs ", b.size(0));
     return mm(a.unsqueeze(0), b.unsqueeze(1)).reshape({});
   }
   if (da == 2 && db == 1) return mm(a, b.unsqueeze(1)).squeeze(1);
@@ -111,7 +116,7 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, double beta, 
   MINIDL_CHECK(bias.dtype() == a.dtype(), "addmm", "bias dtype ", dtype_name(bias.dtype()), " does not match ", dtype_name(a.dtype()));
   Shape out_shape{a.size(0), b.size(1)};
   broadcast_shapes(bias.shape(), out_shape, "addmm");
-  Tensor out = gemm(a, b, out_shape, bias, alpha, beta);
+  Tensor out = gemm("addmm", a, b, out_shape, bias, alpha, beta);
   const bool ga = a.requires_grad(), gb = b.requires_grad();
   autograd::record("AddmmBackward", {bias, a, b}, {out}, {gb ? a : Tensor(), ga ? b : Tensor()},
                    [ga, gb, beta, alpha, bs = bias.shape()](const TensorList& g, const TensorList& s) {
@@ -129,9 +134,16 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   MINIDL_CHECK(weight.dim() == 2, "linear", "weight must be 2-D [out_features, in_features], got ", weight.meta_str());
   MINIDL_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1), "linear", "input ", x.meta_str(),
                " does not match weight ", weight.meta_str(), " (expected last dim ", weight.size(1), ")");
-  if (bias.defined())
+  MINIDL_CHECK(x.dtype() == weight.dtype(), "linear", "input and weight must have the same dtype, got ", x.meta_str(),
+               " and ", weight.meta_str());
+  check_same_device("linear", x, weight);
+  if (bias.defined()) {
     MINIDL_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0), "linear", "bias ", bias.meta_str(),
                  " does not match weight ", weight.meta_str());
+    MINIDL_CHECK(bias.dtype() == weight.dtype(), "linear", "bias and weight must have the same dtype, got ",
+                 bias.meta_str(), " and ", weight.meta_str());
+    check_same_device("linear", bias, weight);
+  }
   Tensor x2 = x.dim() == 2 ? x : x.reshape({-1, x.size(-1)});
   Tensor out = bias.defined() ? addmm(bias, x2, weight.t()) : mm(x2, weight.t());
   if (x.dim() == 2) return out;

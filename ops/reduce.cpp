@@ -38,7 +38,9 @@ Shape drop_shape(const Shape& in, const std::vector<int64_t>& dims) {
 }
 
 // Raw kernel call producing the keepdim-shaped result.
-Tensor reduce_raw(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims, Tensor* indices = nullptr) {
+Tensor reduce_raw(ReduceOp op, const char* name, const Tensor& x, const std::vector<int64_t>& dims,
+                  Tensor* indices = nullptr) {
+  auto kernel = K().reduce.get(x.device(), x.dtype(), name);
   Shape ks = keep_shape(x.shape(), dims);
   Tensor out = new_empty(ks, x.dtype(), x.device());
   Tensor idx;
@@ -47,7 +49,7 @@ Tensor reduce_raw(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims
     out.copy_(x.detach());
     if (indices) idx.zero_();
   } else {
-    K().reduce.get(x.device(), x.dtype())(op, out, idx, x.detach(), dims);
+    kernel(op, out, idx, x.detach(), dims);
   }
   if (indices) *indices = idx;
   return out;
@@ -59,7 +61,7 @@ Tensor sum(const Tensor& x_in, std::vector<int64_t> dims_in, bool keepdim) {
   check_defined(x_in, "sum", "self");
   Tensor x = x_in.is_floating_point() ? x_in : cast(x_in, DType::I64);
   std::vector<int64_t> dims = normalize_dims(dims_in, x.dim(), "sum");
-  Tensor out = reduce_raw(ReduceOp::Sum, x, dims);
+  Tensor out = reduce_raw(ReduceOp::Sum, "sum", x, dims);
   if (!keepdim) out = out.view(drop_shape(x.shape(), dims));
   autograd::record("SumBackward", {x}, {out}, {}, [in_shape = x.shape(), dims](const TensorList& g, const TensorList&) {
     return TensorList{g[0].reshape(keep_shape(in_shape, dims)).expand(in_shape)};
@@ -98,7 +100,7 @@ ValuesIndices extreme(ReduceOp op, const char* name, const Tensor& x, int64_t di
   dim = wrap_dim(dim, x.dim(), name);
   if (x.dim() > 0) MINIDL_CHECK(x.shape()[dim] > 0, name, "cannot reduce over a zero-size dimension ", dim);
   Tensor idx;
-  Tensor out = reduce_raw(op, x, {dim}, &idx);
+  Tensor out = reduce_raw(op, name, x, {dim}, &idx);
   if (!keepdim && x.dim() > 0) {
     out = out.squeeze(dim);
     idx = idx.squeeze(dim);

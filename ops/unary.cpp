@@ -13,8 +13,9 @@ namespace ops_detail {
 Tensor unary_forward(UnaryOp op, const char* name, const Tensor& x_in, double p0 = 0, double p1 = 0) {
   check_defined(x_in, name, "self");
   Tensor x = x_in.is_floating_point() ? x_in : cast(x_in, DType::F32);
+  auto kernel = K().unary.get(x.device(), x.dtype(), name);
   Tensor out = new_empty(x.shape(), x.dtype(), x.device());
-  K().unary.get(x.device(), x.dtype())(op, out, x, p0, p1);
+  kernel(op, out, x, p0, p1);
   return out;
 }
 }  // namespace ops_detail

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "framework/cuda.h"
 #include "ops/common.h"
 
 namespace minidl {
@@ -62,7 +63,8 @@ Tensor Tensor::view(const Shape& shape_in) const {
                  [in_shape](const TensorList& g, const TensorList&) { return TensorList{g[0].reshape(in_shape)}; });
 }
 
-Tensor Tensor::reshape(const Shape& shape) const {
+Tensor Tensor::reshape(const Shape& shape_in) const {
+  Shape shape = infer_shape(shape_in, numel(), "reshape");  // errors name reshape, not view
   if (is_contiguous()) return view(shape);
   return contiguous().view(shape);
 }
@@ -217,6 +219,7 @@ Tensor Tensor::to(DType t) const { return cast(*this, t); }
 
 Tensor Tensor::to(Device d) const {
   if (d == device()) return *this;
+  cuda::check_device(d, "to");
   Tensor out = empty(shape(), TensorOptions(dtype()).device(d));
   // Cross-device copies run on the non-CPU side's copy kernel.
   Device kernel_device = d.is_cpu() ? device() : d;
