@@ -4,6 +4,7 @@
 #include "amp/autocast.h"
 #include "amp/custom_function.h"
 #include "amp/policy.h"
+#include "amp/precision_report.h"
 #include "framework/autograd/engine.h"
 #include "framework/autograd/function.h"
 #include "framework/autograd/grad_mode.h"

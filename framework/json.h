@@ -61,6 +61,9 @@ class Json {
   size_t size() const;  // arrays and objects
   const Json& operator[](size_t i) const;
   Json& operator[](size_t i);
+  // int overloads: j[0] would otherwise be ambiguous with the const char* key form.
+  const Json& operator[](int i) const { return (*this)[static_cast<size_t>(i)]; }
+  Json& operator[](int i) { return (*this)[static_cast<size_t>(i)]; }
   void push_back(Json v);
   const std::vector<Json>& elements() const;
   template <class T> std::vector<T> as_vector() const;  // T in {int64_t, double, std::string, bool}

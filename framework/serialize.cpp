@@ -101,6 +101,22 @@ struct Prepared {
   std::vector<std::pair<std::string, Tensor>> data;  // contiguous CPU tensors in file order
 };
 
+// Position in the reference implementation's Dtype enum (BOOL, U8, I8, F8_E5M2, F8_E4M3, I16, U16,
+// F16, BF16, I32, U32, F32, F64, I64, U64).
+int dtype_rank(DType t) {
+  switch (t) {
+    case DType::Bool: return 0;
+    case DType::U8: return 1;
+    case DType::F16: return 7;
+    case DType::BF16: return 8;
+    case DType::I32: return 9;
+    case DType::F32: return 11;
+    case DType::F64: return 12;
+    case DType::I64: return 13;
+  }
+  return 0;
+}
+
 Prepared prepare(const TensorDict& tensors, const Metadata& metadata) {
   NoGradGuard ng;
   Prepared p;
@@ -110,10 +126,12 @@ Prepared prepare(const TensorDict& tensors, const Metadata& metadata) {
     MINIDL_CHECK(t.defined(), "safetensors", "tensor '", name, "' is undefined");
     p.data.emplace_back(name, t.detach().to(Device::cpu()).contiguous());
   }
-  // Decreasing element size, then name: every tensor starts aligned to its element size.
+  // The reference writer's order: decreasing dtype rank (its Dtype enum, in increasing alignment
+  // order), then name. Every tensor starts aligned to its element size, and our bytes equal the
+  // reference implementation's for the same tensors and metadata.
   std::stable_sort(p.data.begin(), p.data.end(), [](const auto& a, const auto& b) {
-    const int sa = element_size(a.second.dtype()), sb = element_size(b.second.dtype());
-    if (sa != sb) return sa > sb;
+    const int ra = dtype_rank(a.second.dtype()), rb = dtype_rank(b.second.dtype());
+    if (ra != rb) return ra > rb;
     return a.first < b.first;
   });
   Json header = Json::object();
@@ -169,7 +187,7 @@ Parsed parse_header(const std::string& json_text, uint64_t data_size, const std:
     if (name == "__metadata__") {
       if (!v.is_object()) fail("'__metadata__' must be an object of strings");
       for (const auto& [k, s] : v.members()) {
-        if (!s.is_string()) fail(detail::concat("'__metadata__' entry '", k, "' is a ", s.type_name(), ", expected a string"));
+        if (!s.is_string()) fail(detail::concat("'__metadata__' entry '", k, "' must be a string, got ", s.type_name()));
         out.metadata[k] = s.as_string();
       }
       continue;

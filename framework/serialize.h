@@ -7,8 +7,9 @@
 //                "__metadata__": {str: str}}, padded with spaces so the data starts 8-byte aligned
 //   the rest     the tensors' raw little-endian bytes; offsets are relative to the start of this
 //                buffer, tensors are contiguous (row-major), packed without holes.
-// Like the reference writer we lay tensors out by decreasing element size, then by name (so every
-// tensor is aligned to its element size), and list "__metadata__" first.
+// Like the reference writer we lay tensors out by decreasing dtype alignment, then by name (so every
+// tensor is aligned to its element size), list "__metadata__" first and write compact JSON: for the
+// same tensors and metadata our files are byte-identical to the reference implementation's.
 #pragma once
 #include <functional>
 #include <map>

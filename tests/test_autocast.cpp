@@ -70,6 +70,16 @@ TEST_CASE("output dtype of ops under each policy (CPU, bf16 and f16)", "[amp]") 
     // Promote (CPU cat/stack): widest eligible input
     CHECK(cat({h, ones({2, 4})}, 0).dtype() == DType::F32);
     CHECK(stack({h, h}, 0).dtype() == low);
+    // FP32: losses run in f32 whatever they receive
+    Tensor logits = mm(ones({4, 3}), ones({3, 5}));
+    Tensor target = from_vector<int64_t>({0, 1, 2, 3});
+    CHECK(cross_entropy(logits, target).dtype() == DType::F32);
+    CHECK(nll_loss(log_softmax(logits, 1), target).dtype() == DType::F32);
+    CHECK(mse_loss(logits, zeros({4, 5})).dtype() == DType::F32);
+    CHECK(l1_loss(logits, zeros({4, 5})).dtype() == DType::F32);
+    CHECK(binary_cross_entropy_with_logits(logits, zeros({4, 5})).dtype() == DType::F32);
+    CHECK(binary_cross_entropy(sigmoid(logits), zeros({4, 5})).dtype() == DType::F32);  // CPU: FP32, not banned
+    CHECK(log_softmax(logits, 1).dtype() == low);  // None on CPU
     // f64 and integers are never cast
     Tensor d = ones({2, 3}, DType::F64);
     CHECK(mm(d, ones({3, 2}, DType::F64)).dtype() == DType::F64);
@@ -280,4 +290,53 @@ TEST_CASE("bytes saved for backward are counted and released", "[amp]") {
   y32 = Tensor();
   y16 = Tensor();
   CHECK(autograd::saved_tensor_bytes() == before);
+}
+
+TEST_CASE("precision report measures every node and parameter gradient underflow", "[amp]") {
+  Tensor w1 = from_vector<float>({1e-3f, 2.0f, -3.0f, 4.0f}, {2, 2}).requires_grad_();
+  w1.set_name("fc1.weight");
+  Tensor w2 = from_vector<float>({1.0f, 1.0f}, {1, 2}).requires_grad_();
+  w2.set_name("fc2.weight");
+  Tensor x = from_vector<float>({1.0f, 1.0f}, {1, 2});
+  amp::PrecisionReport report;
+  Tensor loss;
+  {
+    amp::PrecisionReport::Recorder rec(report);
+    amp::autocast scope(DeviceType::CPU, DType::F16);
+    Tensor h;
+    {
+      amp::ScopeName name("fc1");
+      h = relu(linear(x, w1));
+    }
+    {
+      amp::ScopeName name("fc2");
+      loss = mul(linear(h, w2), 1e-6).sum();  // tiny gradients: underflow in f16
+    }
+  }
+  loss.backward();
+  report.add_parameter_gradients({w1, w2});
+  REQUIRE(report.nodes().size() >= 6);
+  bool saw_linear = false;
+  for (const auto& n : report.nodes()) {
+    if (n.op == "MmBackward" && n.scope == "fc1") {
+      saw_linear = true;
+      CHECK(n.policy == "lower_precision");
+      CHECK(n.output_dtype == DType::F16);
+      // x @ w1^T = [1e-3 + 2, -3 + 4] = [2.001, 1], rounded to f16
+      CHECK(n.max_abs == Approx(2.001).epsilon(traits(DType::F16).eps));
+      CHECK(n.headroom_log2 == Approx(std::log2(65504.0 / n.max_abs)));
+    }
+  }
+  CHECK(saw_linear);
+  auto grads = report.gradients();
+  REQUIRE(grads.size() == 2);
+  for (const auto& g : grads) {
+    CHECK(g.compute_dtype == DType::F16);
+    CHECK(g.underflow_fraction > 0.0);  // 1e-6 * O(1) values are subnormal or zero in f16
+  }
+  std::ostringstream table, dot;
+  report.print(table);
+  report.write_dot(dot);
+  CHECK_THAT(table.str(), Catch::Contains("fc1") && Catch::Contains("lower_precision") && Catch::Contains("fc2.weight"));
+  CHECK_THAT(dot.str(), Catch::StartsWith("digraph") && Catch::Contains("->"));
 }
