@@ -1,8 +1,14 @@
-// CPU matrix multiply on Eigen's GEMM (OpenMP-parallel, the same pool as every other kernel).
+// CPU matrix multiply on Eigen's GEMM kernels (packing + register-blocked micro-kernel), threaded
+// by us, not by Eigen: one OpenMP parallel region per product in which each thread runs Eigen's
+// sequential GEMM on its own slab of C (rows or columns), so the only synchronisation is the
+// region's join. Eigen's own OpenMP GEMM busy-waits on shared packed panels inside the product and
+// collapses (10-1000x) as soon as another thread competes for one of the two cores (a data-loader
+// worker, another process); see bench/README.md. Small products run on the calling thread.
 // Operands may be transposed views: any 2-D slice with a unit stride on one dim maps straight onto
 // Eigen without a copy. f16/bf16 operands are widened to f32 (F16C / shifts), multiplied in f32 and
 // narrowed once: Eigen::half arithmetic is ~300x slower than this.
 #include <Eigen/Core>
+#include <algorithm>
 
 #include "ops/cpu/loops.h"
 #include "ops/cpu/scalar.h"
@@ -12,16 +18,75 @@
 namespace minidl::kernels::cpu {
 
 namespace {
-template <class T, int Order>
-using MatMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Order>, 0, Eigen::OuterStride<>>;
-template <class T>
-using OutMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
+// Below this many flops (2mnk) a product runs on one thread: ~20-40 us of work, about what waking
+// the second thread and joining it costs when it has gone to sleep.
+constexpr double kGemmParallelFlops = 1.5e6;
 
-// Calls f(map) with an Eigen view of a 2-D strided slice at ptr (rows x cols, strides rs, cs).
-template <class T, class F>
-void with_map(const T* ptr, int64_t rows, int64_t cols, int64_t rs, int64_t cs, F&& f) {
-  if (cs == 1 || cols == 1) f(MatMap<T, Eigen::RowMajor>(ptr, rows, cols, Eigen::OuterStride<>(rows == 1 ? cols : rs)));
-  else f(MatMap<T, Eigen::ColMajor>(ptr, rows, cols, Eigen::OuterStride<>(cols == 1 ? rows : cs)));
+// A 2-D operand as Eigen's GEMM sees it: data, storage order and outer stride.
+template <class T>
+struct Operand {
+  const T* data;
+  bool row_major;
+  int64_t ld;
+  // Element (i, j) pointer, for slicing a slab.
+  const T* at(int64_t i, int64_t j) const { return row_major ? data + i * ld + j : data + j * ld + i; }
+};
+
+// A 2-D slice (rows x cols, strides rs, cs) with a unit stride on one dim.
+template <class T>
+Operand<T> operand(const T* p, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  if (cs == 1 || cols == 1) return {p, true, rows == 1 ? std::max<int64_t>(cols, 1) : rs};
+  return {p, false, cols == 1 ? std::max<int64_t>(rows, 1) : cs};
+}
+
+// c[m x n] (row-major, leading dim ldc) += alpha * a[m x k] * b[k x n], sequential. Eigen's
+// general_matrix_matrix_product is the kernel behind Matrix::operator*; called directly it takes
+// any strides and storage orders, never threads (info = null), and makes no temporaries.
+template <class T, int AOrder, int BOrder>
+void gemm_serial_typed(int64_t m, int64_t n, int64_t k, Operand<T> a, Operand<T> b, T* c, int64_t ldc, T alpha) {
+  using Eigen::Index;
+  using namespace Eigen::internal;
+  gemm_blocking_space<Eigen::RowMajor, T, T, Eigen::Dynamic, Eigen::Dynamic, Eigen::Dynamic> blocking(m, n, k, 1, true);
+  general_matrix_matrix_product<Index, T, AOrder, false, T, BOrder, false, Eigen::RowMajor, 1>::run(
+      m, n, k, a.data, a.ld, b.data, b.ld, c, 1, ldc, alpha, blocking, nullptr);
+}
+
+template <class T>
+void gemm_serial(int64_t m, int64_t n, int64_t k, Operand<T> a, Operand<T> b, T* c, int64_t ldc, T alpha, T beta) {
+  if (m == 0 || n == 0) return;
+  // beta first, on this slab only (the GEMM accumulates).
+  for (int64_t i = 0; i < m; ++i) {
+    T* row = c + i * ldc;
+    if (beta == T(0)) std::fill(row, row + n, T(0));
+    else if (beta != T(1)) for (int64_t j = 0; j < n; ++j) row[j] *= beta;
+  }
+  if (k == 0) return;
+  constexpr int R = Eigen::RowMajor, C = Eigen::ColMajor;
+  if (a.row_major) {
+    if (b.row_major) gemm_serial_typed<T, R, R>(m, n, k, a, b, c, ldc, alpha);
+    else gemm_serial_typed<T, R, C>(m, n, k, a, b, c, ldc, alpha);
+  } else {
+    if (b.row_major) gemm_serial_typed<T, C, R>(m, n, k, a, b, c, ldc, alpha);
+    else gemm_serial_typed<T, C, C>(m, n, k, a, b, c, ldc, alpha);
+  }
+}
+
+// One product split into slabs of C, one per thread: rows when m >= n (each thread packs all of b,
+// the smaller operand), otherwise columns (each thread packs all of a). Slab edges fall on
+// multiples of 48 (Eigen's AVX-512 f32 micro-panel is 48 x 4), so no thread gets ragged panels
+// it would not have had anyway.
+template <class T>
+void gemm_slab(int64_t m, int64_t n, int64_t k, Operand<T> a, Operand<T> b, T* c, int64_t ldc, T alpha, T beta,
+               int64_t slab, int64_t slabs) {
+  constexpr int64_t kAlign = 48;
+  const bool rows = m >= n;
+  const int64_t len = rows ? m : n;
+  int64_t chunk = (len + slabs - 1) / slabs;
+  chunk = std::min(len, (chunk + kAlign - 1) / kAlign * kAlign);
+  const int64_t s0 = std::min(len, slab * chunk), s1 = std::min(len, s0 + chunk);
+  if (s0 >= s1) return;
+  if (rows) gemm_serial(s1 - s0, n, k, Operand<T>{a.at(s0, 0), a.row_major, a.ld}, b, c + s0 * ldc, ldc, alpha, beta);
+  else gemm_serial(m, s1 - s0, k, a, Operand<T>{b.at(0, s0), b.row_major, b.ld}, c + s0, ldc, alpha, beta);
 }
 
 bool has_unit_stride(const Tensor& t) {
@@ -40,25 +105,31 @@ void gemm_native(const Tensor& c, const Tensor& a_in, const Tensor& b_in, double
   const T* pb = static_cast<const T*>(b.raw_data());
   T* pc = static_cast<T*>(c.raw_data());
   const T al = static_cast<T>(alpha), be = static_cast<T>(beta);
-  for (int64_t i = 0; i < batch; ++i) {
-    const T* ai = pa + (batched ? i * a.stride(0) : 0);
-    const T* bi = pb + (batched ? i * b.stride(0) : 0);
-    OutMap<T> C(pc + i * m * n, m, n);
-    if (k == 0) {
-      if (beta == 0) C.setZero();
-      else C *= be;
-      continue;
+  auto A = [&](int64_t i) { return operand(pa + (batched ? i * a.stride(0) : 0), m, k, a.stride(-2), a.stride(-1)); };
+  auto B = [&](int64_t i) { return operand(pb + (batched ? i * b.stride(0) : 0), k, n, b.stride(-2), b.stride(-1)); };
+  auto Cp = [&](int64_t i) { return pc + i * m * n; };
+
+  const double flops = 2.0 * m * n * k * batch;
+  const int threads = omp_get_max_threads();
+  if (threads == 1 || omp_in_parallel() || flops < kGemmParallelFlops || batch * m * n == 0) {
+    for (int64_t i = 0; i < batch; ++i) gemm_serial(m, n, k, A(i), B(i), Cp(i), n, al, be);
+    return;
+  }
+  if (batch >= 2 * threads || 2.0 * m * n * k < kGemmParallelFlops) {
+    // Many (or small) products: whole products per thread, contiguous runs of the batch.
+#pragma omp parallel
+    {
+      const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+      const int64_t chunk = (batch + nt - 1) / nt;
+      for (int64_t i = t * chunk; i < std::min(batch, (t + 1) * chunk); ++i) gemm_serial(m, n, k, A(i), B(i), Cp(i), n, al, be);
     }
-    with_map(ai, m, k, a.stride(-2), a.stride(-1), [&](const auto& A) {
-      with_map(bi, k, n, b.stride(-2), b.stride(-1), [&](const auto& B) {
-        if (beta == 0) {
-          C.noalias() = (A * B) * al;
-        } else {
-          if (beta != 1) C *= be;
-          C.noalias() += (A * B) * al;
-        }
-      });
-    });
+    return;
+  }
+  // One product at a time, each split into per-thread slabs.
+#pragma omp parallel
+  {
+    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+    for (int64_t i = 0; i < batch; ++i) gemm_slab(m, n, k, A(i), B(i), Cp(i), n, al, be, t, nt);
   }
 }
 
