@@ -1,25 +1,76 @@
+// Bulk f16/bf16 <-> f32 conversions, the inner loop of every low-precision kernel (each block of
+// f16/bf16 data is widened to f32, computed on, and narrowed back). Explicit AVX-512 and AVX2 paths
+// (a build for this CPU has both) with masked tails, so short rows (a kernel's 256-element blocks,
+// a 10-wide logits row) never fall back to scalar code; scalar code only without AVX2.
+// bf16 narrowing rounds to nearest even in integer arithmetic and quiets NaNs, bit-identical to the
+// scalar path; the AVX512_BF16 instruction is not used because it flushes subnormals to zero.
 #include "framework/half.h"
 
-#if defined(__F16C__) || defined(__AVX2__)
+#if defined(__F16C__) || defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
 namespace minidl {
 
+namespace {
+// Scalar bf16 rounding: round to nearest, ties to even; NaN keeps its sign and top payload, quieted.
+inline uint16_t bf16_round(uint32_t u) {
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+inline __mmask16 tail_mask16(int64_t r) { return static_cast<__mmask16>((1u << r) - 1u); }
+
+// 16 f32 bit patterns -> 16 bf16 bit patterns in the low 16 bits of each lane.
+inline __m512i bf16_round16(__m512i u) {
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
+  const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+  return _mm512_mask_blend_epi32(nan, rounded, quiet);
+}
+#elif defined(__AVX2__)
+inline __m256i bf16_round8(__m256i u) {
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
+  const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+  // |u| > inf as a signed compare is exact: both sides are below 2^31.
+  const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+  return _mm256_blendv_epi8(rounded, quiet, nan);
+}
+#endif
+}  // namespace
+
 void half_to_float(const half* src, float* dst, int64_t n) {
   int64_t i = 0;
-#if defined(__F16C__)
-  for (; i + 8 <= n; i += 8) {
-    __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
+  if (i < n) {
+    const __mmask16 m = tail_mask16(n - i);
+    _mm512_mask_storeu_ps(dst + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, src + i)));
   }
+  return;
+#elif defined(__F16C__)
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
 #endif
   for (; i < n; ++i) dst[i] = static_cast<float>(src[i]);
 }
 
 void float_to_half(const float* src, half* dst, int64_t n) {
   int64_t i = 0;
-#if defined(__F16C__)
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+  // 256-bit conversions: the 512-bit form is slower on Zen 4 for cache-resident blocks.
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+  if (i < n) {
+    const __mmask8 m = static_cast<__mmask8>((1u << (n - i)) - 1u);
+    _mm_mask_storeu_epi16(dst + i, m, _mm256_cvtps_ph(_mm256_maskz_loadu_ps(m, src + i), _MM_FROUND_TO_NEAREST_INT));
+  }
+  return;
+#elif defined(__F16C__)
   for (; i + 8 <= n; i += 8) {
     __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
@@ -31,18 +82,68 @@ void float_to_half(const float* src, half* dst, int64_t n) {
 void bf16_to_float(const bfloat16* src, float* dst, int64_t n) {
   const uint16_t* s = reinterpret_cast<const uint16_t*>(src);
   uint32_t* d = reinterpret_cast<uint32_t*>(dst);
-  for (int64_t i = 0; i < n; ++i) d[i] = static_cast<uint32_t>(s[i]) << 16;  // vectorizes
+  int64_t i = 0;
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+  for (; i + 16 <= n; i += 16) {
+    const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
+    _mm512_storeu_si512(d + i, _mm512_slli_epi32(w, 16));
+  }
+  if (i < n) {
+    const __mmask16 m = tail_mask16(n - i);
+    _mm512_mask_storeu_epi32(d + i, m, _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, s + i)), 16));
+  }
+  return;
+#elif defined(__AVX2__)
+  for (; i + 8 <= n; i += 8) {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), _mm256_slli_epi32(w, 16));
+  }
+#endif
+  for (; i < n; ++i) d[i] = static_cast<uint32_t>(s[i]) << 16;
 }
 
 void float_to_bf16(const float* src, bfloat16* dst, int64_t n) {
   const uint32_t* s = reinterpret_cast<const uint32_t*>(src);
   uint16_t* d = reinterpret_cast<uint16_t*>(dst);
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t u = s[i];
-    bool nan = (u & 0x7fffffffu) > 0x7f800000u;
-    uint32_t rounded = u + 0x7fffu + ((u >> 16) & 1u);  // round to nearest, ties to even
-    d[i] = nan ? static_cast<uint16_t>((u >> 16) | 0x40u) : static_cast<uint16_t>(rounded >> 16);
+  int64_t i = 0;
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#if defined(__AVX512BF16__)
+  // The hardware conversion matches ours except on subnormal inputs, which it flushes to zero:
+  // blocks holding one take the integer path.
+  for (; i + 32 <= n; i += 32) {
+    const __m512i u0 = _mm512_loadu_si512(s + i), u1 = _mm512_loadu_si512(s + i + 16);
+    const __m512i expo = _mm512_set1_epi32(0x7f800000), absm = _mm512_set1_epi32(0x7fffffff);
+    const __mmask16 sub0 = _mm512_cmpeq_epi32_mask(_mm512_and_si512(u0, expo), _mm512_setzero_si512()) &
+                           _mm512_test_epi32_mask(u0, absm);
+    const __mmask16 sub1 = _mm512_cmpeq_epi32_mask(_mm512_and_si512(u1, expo), _mm512_setzero_si512()) &
+                           _mm512_test_epi32_mask(u1, absm);
+    if (__builtin_expect((sub0 | sub1) == 0, 1)) {
+      const __m512bh r = _mm512_cvtne2ps_pbh(_mm512_castsi512_ps(u1), _mm512_castsi512_ps(u0));
+      _mm512_storeu_si512(d + i, reinterpret_cast<__m512i>(r));
+    } else {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), _mm512_cvtepi32_epi16(bf16_round16(u0)));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i + 16), _mm512_cvtepi32_epi16(bf16_round16(u1)));
+    }
   }
+#endif
+  for (; i + 16 <= n; i += 16) {
+    const __m512i r = bf16_round16(_mm512_loadu_si512(s + i));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), _mm512_cvtepi32_epi16(r));
+  }
+  if (i < n) {
+    const __mmask16 m = tail_mask16(n - i);
+    _mm512_mask_cvtepi32_storeu_epi16(d + i, m, bf16_round16(_mm512_maskz_loadu_epi32(m, s + i)));
+  }
+  return;
+#elif defined(__AVX2__)
+  for (; i + 8 <= n; i += 8) {
+    const __m256i r = bf16_round8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
+    // Lanes hold values < 2^16: an unsigned-saturating pack is exact; fix the per-128-bit order.
+    const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm256_castsi256_si128(p));
+  }
+#endif
+  for (; i < n; ++i) d[i] = bf16_round(s[i]);
 }
 
 }  // namespace minidl
