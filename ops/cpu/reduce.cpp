@@ -1,7 +1,8 @@
 // CPU reductions over any set of dims. The input is viewed as [kept, reduced]: when the reduced
 // dims lead a contiguous tensor (bias gradients: sum over the batch) rows are accumulated
 // column-wise in vector loops; otherwise each output reduces one contiguous row. Sums accumulate in
-// f32 (f64 for f64, i64 for integers) with several partial sums for speed and accuracy.
+// f32 (f64 for f64, i64 for integers) with several partial sums for speed and accuracy; a few
+// very long rows (a full sum) are split into fixed chunks across threads.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -15,6 +16,10 @@ namespace minidl::kernels::cpu {
 namespace {
 template <class T>
 using acc_t = std::conditional_t<std::is_integral_v<T>, int64_t, compute_t<T>>;
+
+// Sums of rows at least this long are split into kSumChunk-element chunks across threads.
+constexpr int64_t kSplitSumMin = int64_t{1} << 18;
+constexpr int64_t kSumChunk = int64_t{1} << 16;
 
 template <class A, class T>
 A row_sum(const T* p, int64_t n) {
@@ -88,6 +93,22 @@ void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& indices, const T
 
   Tensor xp = x.permute(perm).contiguous();
   const T* px = static_cast<const T*>(xp.raw_data());
+  if (op == ReduceOp::Sum && kept < 8 && r >= kSplitSumMin) {
+    // Few long rows (a full sum, a loss): each row is cut into fixed chunks summed in parallel,
+    // then the chunk sums are added in order: the result does not depend on the thread count.
+    const int64_t chunks = (r + kSumChunk - 1) / kSumChunk;
+    std::vector<A> part(static_cast<size_t>(chunks));
+    for (int64_t k = 0; k < kept; ++k) {
+      const T* p = px + k * r;
+      parallel_for(chunks, kSumChunk, [&](int64_t b, int64_t e) {
+        for (int64_t c = b; c < e; ++c) part[c] = row_sum<A>(p + c * kSumChunk, std::min(kSumChunk, r - c * kSumChunk));
+      });
+      A total = 0;
+      for (A v : part) total += v;
+      o[k] = cast_scalar<T>(total);
+    }
+    return;
+  }
   parallel_for(kept, r, [&](int64_t b, int64_t e) {
     for (int64_t k = b; k < e; ++k) {
       const T* p = px + k * r;
