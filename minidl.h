@@ -3,6 +3,7 @@
 
 #include "amp/autocast.h"
 #include "amp/custom_function.h"
+#include "amp/grad_scaler.h"
 #include "amp/policy.h"
 #include "amp/precision_report.h"
 #include "framework/autograd/engine.h"

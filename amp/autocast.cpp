@@ -28,7 +28,7 @@ struct State {
   int nesting = 0;
   int op_depth = 0;  // > 0 inside a policy-wrapped op
   CastPolicy op_policy = CastPolicy::None;
-  std::vector<std::string> scopes;
+  std::vector<std::string> scopes;  // an entry starting with '\x01' is absolute
   std::unordered_map<const TensorImpl*, CacheEntry> cache;
   CastCacheStats stats;
   NodeObserver observer = nullptr;
@@ -121,12 +121,22 @@ autocast::~autocast() {
   if (pushed_scope_) s.scopes.pop_back();
 }
 
-ScopeName::ScopeName(const std::string& name) { state().scopes.push_back(name); }
+ScopeName::ScopeName(const std::string& name, bool absolute) {
+  state().scopes.push_back(absolute ? '\x01' + name : name);
+}
 ScopeName::~ScopeName() { state().scopes.pop_back(); }
 
 std::string current_scope_name() {
+  const auto& scopes = state().scopes;
+  size_t start = 0;
+  for (size_t i = scopes.size(); i-- > 0;)
+    if (!scopes[i].empty() && scopes[i][0] == '\x01') {
+      start = i;
+      break;
+    }
   std::string out;
-  for (const std::string& s : state().scopes) {
+  for (size_t i = start; i < scopes.size(); ++i) {
+    std::string s = !scopes[i].empty() && scopes[i][0] == '\x01' ? scopes[i].substr(1) : scopes[i];
     if (s.empty()) continue;
     if (!out.empty()) out += '.';
     out += s;

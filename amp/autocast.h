@@ -46,10 +46,11 @@ class autocast {
   bool pushed_scope_;
 };
 
-// Names the graph nodes recorded in a region (module paths: "fc1", "block.conv1").
+// Names the graph nodes recorded in a region. Nested names join with dots; an absolute name (a
+// module's full path, "block.conv1") replaces what encloses it.
 class ScopeName {
  public:
-  explicit ScopeName(const std::string& name);
+  explicit ScopeName(const std::string& name, bool absolute = false);
   ~ScopeName();
   ScopeName(const ScopeName&) = delete;
   ScopeName& operator=(const ScopeName&) = delete;

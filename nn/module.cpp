@@ -12,13 +12,36 @@
 
 #include "framework/autograd/grad_mode.h"
 #include "framework/error.h"
+#include "amp/autocast.h"
 #include "ops/ops.h"
 
 namespace minidl::nn {
 
 namespace {
+struct AutocastSetting {
+  DeviceType device;
+  std::optional<DType> dtype;
+  bool enabled;
+};
+
+// What a module's forward runs inside: its path as the scope name of the nodes it records, and its
+// own autocast setting if it has one.
+struct DefaultForwardScope {
+  std::optional<amp::ScopeName> name;
+  std::optional<amp::autocast> autocast;
+};
+
+std::shared_ptr<void> default_forward_scope(const Module& m) {
+  const auto& setting = std::static_pointer_cast<AutocastSetting>(m.amp_state());
+  if (m.path().empty() && !setting) return nullptr;
+  auto scope = std::make_shared<DefaultForwardScope>();
+  if (!m.path().empty()) scope->name.emplace(m.path(), true);
+  if (setting) scope->autocast.emplace(setting->device, setting->dtype, setting->enabled);
+  return scope;
+}
+
 ForwardScopeFactory& scope_factory() {
-  static ForwardScopeFactory f;
+  static ForwardScopeFactory f = default_forward_scope;
   return f;
 }
 
@@ -28,6 +51,10 @@ std::string join(const std::string& prefix, const std::string& name) {
 }  // namespace
 
 void set_forward_scope_factory(ForwardScopeFactory factory) { scope_factory() = std::move(factory); }
+
+void Module::set_autocast(std::optional<DType> dtype, bool enabled, DeviceType device) {
+  amp_state_ = std::make_shared<AutocastSetting>(AutocastSetting{device, dtype, enabled});
+}
 
 ForwardScope Module::forward_scope() const {
   const ForwardScopeFactory& f = scope_factory();

@@ -26,6 +26,7 @@
 #include <functional>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -140,7 +141,12 @@ class Module : public std::enable_shared_from_this<Module> {
   // ---- AMP
   // Open at the top of a forward(): see ForwardScopeFactory. Cheap when no factory is installed.
   [[nodiscard]] ForwardScope forward_scope() const;
-  // A slot the AMP layer owns (e.g. the module's autocast override); nn never interprets it.
+  // The module's own autocast setting, applied around its forward (the C++ form of decorating
+  // forward with torch.autocast): set_autocast(DType::BF16) runs this module's forward in bf16
+  // autocast, set_autocast(std::nullopt, false) runs it with autocast off.
+  void set_autocast(std::optional<DType> dtype, bool enabled = true, DeviceType device = DeviceType::CPU);
+  void clear_autocast() { amp_state_.reset(); }
+  // A slot the AMP layer owns (the module's autocast override).
   const std::shared_ptr<void>& amp_state() const { return amp_state_; }
   void set_amp_state(std::shared_ptr<void> state) { amp_state_ = std::move(state); }
 
