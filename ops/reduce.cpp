@@ -123,8 +123,22 @@ ValuesIndices extreme(ReduceOp op, const char* name, const Tensor& x, int64_t di
 Tensor extreme_all(ReduceOp op, const char* name, const Tensor& x) {
   check_defined(x, name, "self");
   MINIDL_CHECK(x.numel() > 0, name, "operation does not have an identity: cannot reduce an empty tensor");
-  ValuesIndices r = extreme(op, name, x.reshape({-1}), 0, false);
-  return r.values;
+  Tensor out;
+  {
+    NoGradGuard ng;
+    out = extreme(op, name, x.detach().reshape({-1}), 0, false).values;
+  }
+  // As PyTorch's max()/min() without a dim: the gradient is split evenly among all elements equal
+  // to the result (all NaNs when the result is NaN), unlike max(x, dim) which picks one index.
+  if (x.is_floating_point())
+    autograd::record(op == ReduceOp::Max ? "MaxBackward" : "MinBackward", {x}, {out}, {x, autograd::output(out)},
+                     [](const TensorList& g, const TensorList& s) {
+                       const Tensor& x = s[0];
+                       const double v = s[1].item();
+                       Tensor mask = cast(v != v ? ne(x, x) : eq(x, v), g[0].dtype());
+                       return TensorList{div(mul(mask, g[0]), sum(mask))};
+                     });
+  return out;
 }
 }  // namespace
 

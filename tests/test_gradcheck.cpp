@@ -292,6 +292,40 @@ TEST_CASE("gradient check table: backward() overwrites a reset .grad and accumul
   }
 }
 
+// The f32 kernels (and their fused backward kernels) against the f64 ones: the same case on the
+// same values rounded to f32 must give gradients within an f32-derived tolerance.
+TEST_CASE("gradient check table: f32 gradients agree with f64 gradients", "[gradcheck]") {
+  const double tol = 1000 * traits(DType::F32).eps;  // ~1e-4: a few f32 roundings per op, short chains
+  for (const GradCase& c : kCases) {
+    INFO("case: " << c.name);
+    std::vector<Tensor> in64, in32, diff64, diff32;
+    for (const Tensor& t : testing::make_inputs(c, 777)) {
+      Tensor r = cast(cast(t.detach(), DType::F32), DType::F64);  // exactly representable in f32
+      Tensor h = cast(r, DType::F32);
+      if (t.requires_grad()) {
+        r.requires_grad_();
+        h.requires_grad_();
+        diff64.push_back(r);
+        diff32.push_back(h);
+      }
+      in64.push_back(r);
+      in32.push_back(h);
+    }
+    std::vector<Tensor> g64 = autograd::grad({testing::project(c.fn(in64))}, diff64, {}, false, false, true);
+    std::vector<Tensor> g32 = autograd::grad({testing::project(c.fn(in32))}, diff32, {}, false, false, true);
+    for (size_t i = 0; i < g64.size(); ++i) {
+      INFO("input " << i);
+      REQUIRE(g64[i].defined() == g32[i].defined());
+      if (!g64[i].defined()) continue;
+      CHECK(g32[i].dtype() == DType::F32);
+      std::vector<double> a = g64[i].to_vector<double>(), b = g32[i].to_vector<double>();
+      double worst = 0;
+      for (size_t k = 0; k < a.size(); ++k) worst = std::max(worst, std::abs(a[k] - b[k]) / std::max(1.0, std::abs(a[k])));
+      CHECK(worst <= tol);
+    }
+  }
+}
+
 TEST_CASE("case names are unique", "[gradcheck]") {
   std::set<std::string> names;
   for (const GradCase& c : kCases) {
@@ -377,4 +411,34 @@ TEST_CASE("create_graph backward leaves a differentiable .grad and accumulates o
   CHECK(g1.item() == Approx(12.0));  // not modified in place: it may be saved by a graph
   auto gg = autograd::grad({x.grad()}, {x});
   CHECK(gg[0].item() == Approx(6 * 2.0 + 2.0));
+}
+
+TEST_CASE("ties: max/min over all elements split the gradient evenly, along a dim pick one index", "[gradcheck]") {
+  // PyTorch: max() without a dim distributes evenly among the maxima; max(dim) routes to the index
+  // it returns (the first); maximum() of a tie gives half to each side.
+  Tensor x = from_vector<double>({1, 3, 3, -2, 3, 0}, {2, 3}).requires_grad_();
+  max(x).backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 1.0 / 3, 1.0 / 3, 0, 1.0 / 3, 0});
+  x.set_grad(Tensor());
+  min(x).backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 0, 0, 1, 0, 0});
+  x.set_grad(Tensor());
+  max(x, 1).values.sum().backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 1, 0, 0, 1, 0});
+  x.set_grad(Tensor());
+  max(x.reshape({-1}), 0).values.backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 1, 0, 0, 0, 0});
+  Tensor a = from_vector<double>({2, 5}).requires_grad_(), b = from_vector<double>({2, 1}).requires_grad_();
+  maximum(a, b).sum().backward();
+  CHECK(a.grad().to_vector<double>() == std::vector<double>{0.5, 1});
+  CHECK(b.grad().to_vector<double>() == std::vector<double>{0.5, 0});
+  // A NaN maximum sends the gradient to the NaNs.
+  Tensor n = from_vector<double>({1, std::nan(""), 5, std::nan("")}).requires_grad_();
+  max(n).backward();
+  CHECK(n.grad().to_vector<double>() == std::vector<double>{0, 0.5, 0, 0.5});
+  // Low precision: same rule, gradient in the input dtype.
+  Tensor h = from_vector<float>({4, 4, 1}).to(DType::F16).requires_grad_();
+  max(h).backward();
+  CHECK(h.grad().dtype() == DType::F16);
+  CHECK(h.grad().to_vector<float>() == std::vector<float>{0.5f, 0.5f, 0});
 }
