@@ -172,6 +172,10 @@ Tensor full_like(const Tensor& t, double v) { return full(t.shape(), v, TensorOp
 
 Tensor arange(double start, double end, double step, TensorOptions opts) {
   MINIDL_CHECK(step != 0, "arange", "step must be nonzero");
+  // The default dtype is i64: fractional values would silently truncate (arange(0, 1, 0.25) -> 0s).
+  MINIDL_CHECK(is_floating(opts.dtype_) || (std::trunc(start) == start && std::trunc(step) == step), "arange",
+               "start ", start, " and step ", step, " are not integers but the dtype is ", dtype_name(opts.dtype_),
+               "; pass a floating dtype (e.g. arange(", start, ", ", end, ", ", step, ", DType::F32))");
   MINIDL_CHECK((end - start) / step >= 0, "arange", "upper bound and step are inconsistent (start ", start,
                ", end ", end, ", step ", step, ")");
   int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));

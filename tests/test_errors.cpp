@@ -178,6 +178,8 @@ TEST_CASE("factory and conversion errors", "[errors][factory]") {
   CHECK_THROWS_WITH(from_vector<float>({1, 2}, {3}), Contains("from_vector") && Contains("2 values") && Contains("[3]"));
   CHECK_THROWS_WITH(arange(0, 1, 0), Contains("arange") && Contains("nonzero"));
   CHECK_THROWS_WITH(arange(1, 0, 1), Contains("arange") && Contains("inconsistent"));
+  CHECK_THROWS_WITH(arange(0, 1, 0.25), Contains("arange") && Contains("0.25") && Contains("i64") && Contains("F32"));
+  CHECK_THROWS_WITH(arange(0.5, 3, 1, DType::I32), Contains("arange") && Contains("0.5") && Contains("i32"));
   CHECK_THROWS_WITH(zeros({2}).item(), Contains("item") && Contains("2 elements"));
   CHECK_THROWS_WITH(zeros({3}).item<int64_t>(), Contains("item") && Contains("3 elements"));
   CHECK_THROWS_WITH(dtype_from_name("float8"), Contains("dtype_from_name") && Contains("float8"));

@@ -70,6 +70,8 @@ TEST_CASE("arange: count, values and dtype", "[tensor][factory]") {
   CHECK(vec<float>(arange(1, 2.5, 0.5, DType::F32)) == std::vector<float>{1.0f, 1.5f, 2.0f});
   CHECK(arange(0, 1, 0.1, DType::F64).numel() == 10);  // ceil((1 - 0) / 0.1), as PyTorch
   CHECK(vec<double>(arange(0, 1, 0.25, DType::F64)) == std::vector<double>{0, 0.25, 0.5, 0.75});
+  CHECK(vec<int64_t>(arange(0, 4.5)) == std::vector<int64_t>{0, 1, 2, 3, 4});  // a fractional end is fine
+  CHECK(vec<float>(arange(-1, 1, 0.5, DType::F32)) == std::vector<float>{-1, -0.5f, 0, 0.5f});
   CHECK_THROWS_AS(arange(0, 5, 0), Error);
   CHECK_THROWS_AS(arange(0, 5, -1), Error);
 }
