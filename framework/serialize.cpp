@@ -363,6 +363,22 @@ StateDict Checkpoint::state_dict(const std::string& prefix) const {
   return sd;
 }
 
+void Checkpoint::put_u64(const std::string& name, const std::vector<uint64_t>& values) {
+  std::vector<int64_t> bits(values.size());
+  std::memcpy(bits.data(), values.data(), values.size() * sizeof(uint64_t));
+  tensors.insert(name, from_vector(bits));
+}
+
+std::vector<uint64_t> Checkpoint::get_u64(const std::string& name) const {
+  const Tensor& t = tensors.at(name);
+  MINIDL_CHECK(t.dtype() == DType::I64 && t.dim() == 1, "Checkpoint::get_u64", "'", name,
+               "' is not a 1-D i64 tensor (got ", t.meta_str(), ")");
+  std::vector<int64_t> bits = t.to_vector<int64_t>();
+  std::vector<uint64_t> out(bits.size());
+  std::memcpy(out.data(), bits.data(), bits.size() * sizeof(uint64_t));
+  return out;
+}
+
 void Checkpoint::save(const std::string& path) const {
   MINIDL_CHECK(meta.is_object(), "Checkpoint::save", "meta must be a JSON object, got a ", meta.type_name());
   safetensors::Metadata md;

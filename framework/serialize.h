@@ -95,6 +95,11 @@ struct Checkpoint {
   // tensors_under(prefix) plus meta[prefix] (an empty object when absent).
   StateDict state_dict(const std::string& prefix) const;
 
+  // Unsigned 64-bit values (RNG seeds and offsets, which JSON integers cannot hold above 2^63):
+  // stored bit for bit as an I64 tensor named `name`.
+  void put_u64(const std::string& name, const std::vector<uint64_t>& values);
+  std::vector<uint64_t> get_u64(const std::string& name) const;
+
   void save(const std::string& path) const;
   static Checkpoint load(const std::string& path, Device device = Device::cpu());
 };

@@ -50,17 +50,21 @@ double partial_norm(const Tensor& g, double p) {
           const double a = std::fabs(static_cast<double>(buf[i]));
           if (!(a <= acc)) acc = a;  // NaN propagates
         }
-      } else if (p == 2.0) {
-        double s0 = 0, s1 = 0;
+      } else if (p == 2.0 || p == 1.0) {
+        // 8 independent accumulators: vectorizes without reassociating, so the result is the same
+        // on every machine and thread count.
+        double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         int64_t i = 0;
-        for (; i + 1 < m; i += 2) {
-          s0 += static_cast<double>(buf[i]) * buf[i];
-          s1 += static_cast<double>(buf[i + 1]) * buf[i + 1];
+        if (p == 2.0) {
+          for (; i + 8 <= m; i += 8)
+            for (int k = 0; k < 8; ++k) s[k] += static_cast<double>(buf[i + k]) * static_cast<double>(buf[i + k]);
+          for (; i < m; ++i) s[0] += static_cast<double>(buf[i]) * static_cast<double>(buf[i]);
+        } else {
+          for (; i + 8 <= m; i += 8)
+            for (int k = 0; k < 8; ++k) s[k] += std::fabs(static_cast<double>(buf[i + k]));
+          for (; i < m; ++i) s[0] += std::fabs(static_cast<double>(buf[i]));
         }
-        for (; i < m; ++i) s0 += static_cast<double>(buf[i]) * buf[i];
-        acc += s0 + s1;
-      } else if (p == 1.0) {
-        for (int64_t i = 0; i < m; ++i) acc += std::fabs(static_cast<double>(buf[i]));
+        acc += ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
       } else {
         for (int64_t i = 0; i < m; ++i) acc += std::pow(std::fabs(static_cast<double>(buf[i])), p);
       }

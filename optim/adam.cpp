@@ -1,7 +1,10 @@
 // optim::Adam / AdamW: one fused pass per parameter on CPU; tensor ops elsewhere.
 #include "optim/adam.h"
 
+#include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "framework/autograd/grad_mode.h"
 #include "framework/error.h"
@@ -29,42 +32,76 @@ void validate(const char* name, const O& o) {
   MINIDL_CHECK(o.weight_decay_ >= 0.0, name, "Invalid weight_decay value: ", o.weight_decay_);
 }
 
+// Calls f(std::true_type) or f(std::false_type): turns a loop-invariant flag into a constant so
+// each variant of the update loop is branch-free and vectorizes.
+template <class F>
+void with_flag(bool flag, F&& f) {
+  if (flag) f(std::true_type{});
+  else f(std::false_type{});
+}
+
 void adam_fused(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& vmax, const AdamStep& s) {
   visit_floating(p.dtype(), "Adam", [&]<class T>() {
     using C = compute_t<T>;
+    using Array = Eigen::Array<C, Eigen::Dynamic, 1>;
     const C w1 = static_cast<C>(1.0 - s.beta1), beta2 = static_cast<C>(s.beta2), w2 = static_cast<C>(1.0 - s.beta2);
     const C wd = static_cast<C>(s.weight_decay), decay = static_cast<C>(1.0 - s.lr * s.weight_decay);
     const C bc2_sqrt = static_cast<C>(s.bias_correction2_sqrt), eps = static_cast<C>(s.eps);
     const C neg_step = static_cast<C>(-s.step_size);
-    const bool decoupled = s.decoupled, l2 = !s.decoupled && s.weight_decay != 0.0, maximize = s.maximize;
+    const bool l2 = !s.decoupled && s.weight_decay != 0.0;
     const bool lerp_low = std::fabs(1.0 - s.beta1) < 0.5;  // torch.lerp's two forms
-    detail::fused_update<T>(
-        p.numel(), detail::data_or_null<T>(g),
-        {detail::data_or_null<T>(p), detail::data_or_null<T>(m), detail::data_or_null<T>(v), detail::data_or_null<T>(vmax)},
-        [&](const C* gr, std::array<C*, 4> a, int64_t n) {
-          C* pp = a[0];
-          C* mm = a[1];
-          C* vv = a[2];
-          C* vm = a[3];
-          for (int64_t i = 0; i < n; ++i) {
-            C gi = maximize ? -gr[i] : gr[i];
-            C pi = pp[i];
-            if (decoupled) pi = pi * decay;
-            else if (l2) gi = gi + wd * pi;
-            const C mo = mm[i];
-            const C mi = lerp_low ? mo + w1 * (gi - mo) : gi - (gi - mo) * (C(1) - w1);
-            const C vi = vv[i] * beta2 + w2 * gi * gi;
-            mm[i] = mi;
-            vv[i] = vi;
-            C used = vi;
-            if (vm) {
-              used = vm[i] > vi ? vm[i] : vi;
-              vm[i] = used;
+    with_flag(s.maximize, [&](auto maximize) {
+    with_flag(s.decoupled, [&](auto decoupled) {
+    with_flag(l2, [&](auto use_l2) {
+    with_flag(lerp_low, [&](auto low) {
+    with_flag(vmax.defined(), [&](auto amsgrad) {
+      detail::fused_update<T>(
+          p.numel(), detail::data_or_null<T>(g),
+          {detail::data_or_null<T>(p), detail::data_or_null<T>(m), detail::data_or_null<T>(v), detail::data_or_null<T>(vmax)},
+          [&](const C* __restrict gr, std::array<C*, 4> a, int64_t n) {
+            // Local copies: the compiler must see that the stores below cannot change them.
+            const C k_w1 = w1, k_beta2 = beta2, k_w2 = w2, k_wd = wd, k_decay = decay, k_bc2 = bc2_sqrt, k_eps = eps,
+                    k_step = neg_step;
+            C* __restrict pp = a[0];
+            C* __restrict mm = a[1];
+            C* __restrict vv = a[2];
+            C* __restrict vm = a[3];
+            // Blocks of 256 stay in L1: one loop for the moments, a vectorized sqrt (Eigen: no errno,
+            // so it vectorizes; correctly rounded like std::sqrt), one loop for the parameter.
+            constexpr int64_t kBlock = 256;
+            alignas(64) C mb[kBlock];
+            alignas(64) C ub[kBlock];
+            for (int64_t b0 = 0; b0 < n; b0 += kBlock) {
+              const int64_t len = std::min(kBlock, n - b0);
+              for (int64_t j = 0; j < len; ++j) {
+                const int64_t i = b0 + j;
+                C gi = maximize ? -gr[i] : gr[i];
+                C pi = pp[i];
+                if constexpr (decoupled) pi = pi * k_decay;
+                if constexpr (use_l2) gi = gi + k_wd * pi;
+                const C mo = mm[i];
+                const C mi = low ? mo + k_w1 * (gi - mo) : gi - (gi - mo) * (C(1) - k_w1);
+                const C vi = vv[i] * k_beta2 + k_w2 * gi * gi;
+                mm[i] = mi;
+                vv[i] = vi;
+                C used = vi;
+                if constexpr (amsgrad) {
+                  used = vm[i] > vi ? vm[i] : vi;
+                  vm[i] = used;
+                }
+                pp[i] = pi;
+                mb[j] = mi;
+                ub[j] = used;
+              }
+              Eigen::Map<Array> u(ub, len);
+              u = u.sqrt();
+              for (int64_t j = 0; j < len; ++j) {
+                const C denom = ub[j] / k_bc2 + k_eps;
+                pp[b0 + j] = pp[b0 + j] + k_step * (mb[j] / denom);
+              }
             }
-            const C denom = std::sqrt(used) / bc2_sqrt + eps;
-            pp[i] = pi + neg_step * (mi / denom);
-          }
-        });
+          });
+    }); }); }); }); });
   });
 }
 

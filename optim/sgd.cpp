@@ -1,6 +1,8 @@
 // optim::SGD: one fused pass per parameter on CPU; tensor ops elsewhere.
 #include "optim/sgd.h"
 
+#include <type_traits>
+
 #include "framework/autograd/grad_mode.h"
 #include "framework/error.h"
 #include "ops/ops.h"
@@ -37,28 +39,43 @@ void validate(const SGDOptions& o) {
                "Nesterov momentum requires a momentum and zero dampening");
 }
 
+// Calls f(std::true_type) or f(std::false_type): a loop-invariant flag becomes a constant, so each
+// variant of the update loop is branch-free and vectorizes.
+template <class F>
+void with_flag(bool flag, F&& f) {
+  if (flag) f(std::true_type{});
+  else f(std::false_type{});
+}
+
 void sgd_fused(const Tensor& p, const Tensor& g, const Tensor& buf, bool first, const SGDOptions& o) {
   visit_floating(p.dtype(), "SGD", [&]<class T>() {
     using C = compute_t<T>;
     const C lr = static_cast<C>(o.lr_), wd = static_cast<C>(o.weight_decay_), mom = static_cast<C>(o.momentum_);
     const C keep = static_cast<C>(1.0 - o.dampening_);
-    const bool use_wd = o.weight_decay_ != 0.0, nesterov = o.nesterov_, maximize = o.maximize_;
-    detail::fused_update<T>(p.numel(), detail::data_or_null<T>(g),
-                            {detail::data_or_null<T>(p), detail::data_or_null<T>(buf), nullptr, nullptr},
-                            [&](const C* gr, std::array<C*, 4> a, int64_t n) {
-                              C* pp = a[0];
-                              C* bb = a[1];
-                              for (int64_t i = 0; i < n; ++i) {
-                                C d = maximize ? -gr[i] : gr[i];
-                                if (use_wd) d = d + wd * pp[i];
-                                if (bb) {
-                                  const C b = first ? d : bb[i] * mom + keep * d;
-                                  bb[i] = b;
-                                  d = nesterov ? d + mom * b : b;
+    with_flag(o.maximize_, [&](auto maximize) {
+    with_flag(o.weight_decay_ != 0.0, [&](auto use_wd) {
+    with_flag(buf.defined(), [&](auto use_momentum) {
+    with_flag(first, [&](auto first_step) {
+    with_flag(o.nesterov_, [&](auto nesterov) {
+      detail::fused_update<T>(p.numel(), detail::data_or_null<T>(g),
+                              {detail::data_or_null<T>(p), detail::data_or_null<T>(buf), nullptr, nullptr},
+                              [&](const C* __restrict gr, std::array<C*, 4> a, int64_t n) {
+                                // Local copies: the stores below provably cannot change them.
+                                const C k_lr = lr, k_wd = wd, k_mom = mom, k_keep = keep;
+                                C* __restrict pp = a[0];
+                                C* __restrict bb = a[1];
+                                for (int64_t i = 0; i < n; ++i) {
+                                  C d = maximize ? -gr[i] : gr[i];
+                                  if constexpr (use_wd) d = d + k_wd * pp[i];
+                                  if constexpr (use_momentum) {
+                                    const C b = first_step ? d : bb[i] * k_mom + k_keep * d;
+                                    bb[i] = b;
+                                    d = nesterov ? d + k_mom * b : b;
+                                  }
+                                  pp[i] = pp[i] + (-k_lr) * d;
                                 }
-                                pp[i] = pp[i] + (-lr) * d;
-                              }
-                            });
+                              });
+    }); }); }); }); });
   });
 }
 

@@ -322,7 +322,7 @@ TEST_CASE("Checkpoint stores namespaced tensors and JSON metadata in one safeten
   opt.meta["param_groups"] = Json::array({Json::object()});
   opt.meta["param_groups"][0]["lr"] = 0.001;
   ck.put("optim", opt);
-  ck.put("rng", TensorDict{{"state", from_vector<int64_t>({42, 7})}});
+  ck.put_u64("rng.state", {0xFFFFFFFFFFFFFFFFull, 67280421310721ull, 0x8000000000000000ull});
   ck.meta["epoch"] = 3;
   ck.meta["step"] = int64_t{123456789012};
   ck.meta["loss"] = 0.1;
@@ -344,6 +344,8 @@ TEST_CASE("Checkpoint stores namespaced tensors and JSON metadata in one safeten
   CHECK(back.meta.at("name").as_string() == "run-1");
   CHECK(back.meta.at("data").at("position").as_int() == 640);
   CHECK(back.state_dict("absent").meta.is_object());
+  CHECK(back.get_u64("rng.state") == std::vector<uint64_t>{0xFFFFFFFFFFFFFFFFull, 67280421310721ull, 0x8000000000000000ull});
+  CHECK_THROWS_WITH(back.get_u64("model.fc.bias"), Catch::Contains("not a 1-D i64 tensor"));
 
   // It is a plain safetensors file: metadata entries are JSON text.
   auto raw = safetensors::load_file(path);
