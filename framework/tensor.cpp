@@ -187,7 +187,6 @@ Tensor arange(double start, double end, double step, TensorOptions opts) {
 Tensor from_blob(const void* data, const Shape& shape, DType dtype, TensorOptions opts) {
   Tensor t = empty(shape, TensorOptions(dtype));
   if (t.nbytes()) std::memcpy(t.raw_data(), data, t.nbytes());
-  if (opts.dtype_ != dtype) t = cast(t, opts.dtype_);
   if (opts.device_ != Device::cpu()) t = t.to(opts.device_);
   if (opts.requires_grad_) t.requires_grad_(true);
   return t;
@@ -199,9 +198,13 @@ Tensor from_vector(const std::vector<T>& values, const Shape& shape, TensorOptio
                " values for shape ", shape_str(shape), " (", numel_of(shape), " elements)");
   if constexpr (std::is_same_v<T, bool>) {
     std::vector<uint8_t> bytes(values.begin(), values.end());
-    return from_blob(bytes.data(), shape, DType::Bool, opts);
+    return from_blob(bytes.data(), shape, DType::Bool, TensorOptions(DType::Bool)).to(opts.dtype_).to(opts.device_).requires_grad_(opts.requires_grad_);
   } else {
-    return from_blob(values.data(), shape, dtype_of<T>::value, opts);
+    Tensor t = from_blob(values.data(), shape, dtype_of<T>::value);
+    if (opts.dtype_ != t.dtype()) t = cast(t, opts.dtype_);
+    if (opts.device_ != t.device()) t = t.to(opts.device_);
+    if (opts.requires_grad_) t.requires_grad_(true);
+    return t;
   }
 }
 template <class T>

@@ -158,7 +158,8 @@ Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);
 Tensor empty_like(const Tensor& t);
 Tensor full_like(const Tensor& t, double value);
-// Copies n elements from a host buffer of the given dtype into a new tensor of that shape.
+// Copies the elements of a host buffer of the given dtype into a new tensor of that shape and
+// dtype; opts supplies the device and requires_grad (its dtype is not used: the buffer's is).
 Tensor from_blob(const void* data, const Shape& shape, DType dtype, TensorOptions opts = {});
 template <class T>
 Tensor from_vector(const std::vector<T>& values, const Shape& shape, TensorOptions opts);

@@ -101,9 +101,10 @@ TEST_CASE("from_vector and from_blob copy host data with the right dtype and sha
   Tensor d = from_blob(host.data(), {2, 2}, DType::I32);
   host[0] = -1;  // from_blob copies: the tensor does not alias the buffer
   CHECK(vec<int32_t>(d) == std::vector<int32_t>{10, 20, 30, 40});
+  // The buffer's dtype decides; the options only choose device and requires_grad.
   Tensor e = from_blob(host.data(), {4}, DType::I32, DType::F64);
-  CHECK(e.dtype() == DType::F64);
-  CHECK(vec<double>(e) == std::vector<double>{-1, 20, 30, 40});
+  CHECK(e.dtype() == DType::I32);
+  CHECK(vec<int32_t>(e) == std::vector<int32_t>{-1, 20, 30, 40});
 }
 
 // ---------------------------------------------------------------- metadata
@@ -198,7 +199,7 @@ TEST_CASE("unsqueeze and squeeze of a non-contiguous tensor are views, as in PyT
   CHECK(vec<float>(base) == std::vector<float>(12, 2.0f));
 }
 
-TEST_CASE("views and detach share the version counter; in-place ops bump it once", "[tensor][version]") {
+TEST_CASE("views and detach share the version counter and in-place ops bump it once", "[tensor][version]") {
   Tensor x = zeros({2, 3});
   Tensor v = x.view({3, 2});
   Tensor d = x.detach();
@@ -275,7 +276,7 @@ TEST_CASE("contiguous returns the same tensor when already contiguous, else a pa
   CHECK(*static_cast<float*>(row.raw_data()) == 3.0f);
 }
 
-TEST_CASE("to(dtype) converts as PyTorch; same dtype returns the tensor itself", "[tensor][dtype]") {
+TEST_CASE("to(dtype) converts as PyTorch and returns the tensor itself for its own dtype", "[tensor][dtype]") {
   Tensor x = from_vector<float>({-1.7f, -0.5f, 0.0f, 0.5f, 2.9f});
   CHECK(x.to(DType::F32).is_same(x));
   CHECK(vec<int64_t>(x.to(DType::I64)) == std::vector<int64_t>{-1, 0, 0, 0, 2});  // truncation

@@ -1,0 +1,99 @@
+#include "nn/conv.h"
+
+#include <cmath>
+
+#include "framework/autograd/grad_mode.h"
+#include "framework/error.h"
+#include "nn/init.h"
+#include "ops/ops.h"
+
+namespace minidl::nn {
+
+Conv2d::Conv2d(const Conv2dOptions& o, Generator* gen) : options(o) {
+  MINIDL_CHECK(o.in_channels > 0 && o.out_channels > 0 && o.groups_ > 0 && o.in_channels % o.groups_ == 0 &&
+                   o.out_channels % o.groups_ == 0,
+               "Conv2d", "channels ", o.in_channels, " -> ", o.out_channels, " must be positive and divisible by groups ", o.groups_);
+  weight = register_parameter("weight", empty({o.out_channels, o.in_channels / o.groups_, o.kernel_size[0], o.kernel_size[1]}));
+  if (o.bias_) bias = register_parameter("bias", empty({o.out_channels}));
+  reset_parameters(gen);
+}
+
+void Conv2d::reset_parameters(Generator* gen) {
+  // PyTorch's default: kaiming_uniform_(a = sqrt(5)), bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+  init::kaiming_uniform_(weight, std::sqrt(5.0), init::FanMode::FanIn, init::Nonlinearity::LeakyReLU, gen);
+  if (bias.defined()) {
+    const double fan_in = static_cast<double>(weight.size(1) * weight.size(2) * weight.size(3));
+    init::uniform_(bias, -1.0 / std::sqrt(fan_in), 1.0 / std::sqrt(fan_in), gen);
+  }
+}
+
+Tensor Conv2d::forward(const Tensor& x) {
+  auto scope = forward_scope();
+  if (options.same_)
+    return conv2d(x, weight, bias, options.stride_, ConvPadding::Same, options.dilation_, options.groups_);
+  return conv2d(x, weight, bias, options.stride_, options.padding_, options.dilation_, options.groups_);
+}
+
+std::string Conv2d::describe() const {
+  const auto& o = options;
+  return detail::concat("Conv2d(", o.in_channels, " -> ", o.out_channels, ", ", o.kernel_size[0], "x", o.kernel_size[1],
+                        o.stride_[0] != 1 ? ", stride " + std::to_string(o.stride_[0]) : "",
+                        o.same_ ? ", same" : (o.padding_[0] ? ", pad " + std::to_string(o.padding_[0]) : ""),
+                        o.groups_ != 1 ? ", groups " + std::to_string(o.groups_) : "", o.bias_ ? ", bias)" : ")");
+}
+
+Tensor MaxPool2d::forward(const Tensor& x) {
+  auto scope = forward_scope();
+  return max_pool2d(x, {k_, k_}, {s_, s_}, {p_, p_});
+}
+std::string MaxPool2d::describe() const { return detail::concat("MaxPool2d(", k_, "x", k_, ", stride ", s_, ")"); }
+
+Tensor AvgPool2d::forward(const Tensor& x) {
+  auto scope = forward_scope();
+  return avg_pool2d(x, {k_, k_}, {s_, s_}, {p_, p_});
+}
+std::string AvgPool2d::describe() const { return detail::concat("AvgPool2d(", k_, "x", k_, ", stride ", s_, ")"); }
+
+Tensor AdaptiveAvgPool2d::forward(const Tensor& x) {
+  auto scope = forward_scope();
+  return adaptive_avg_pool2d(x, out_);
+}
+std::string AdaptiveAvgPool2d::describe() const { return detail::concat("AdaptiveAvgPool2d(", out_[0], "x", out_[1], ")"); }
+
+BatchNorm::BatchNorm(int64_t features, int expected_dims, double eps, double momentum, bool affine)
+    : features_(features), expected_dims_(expected_dims), eps_(eps), momentum_(momentum) {
+  MINIDL_CHECK(features > 0, type_name(), "num_features must be positive, got ", features);
+  if (affine) {
+    weight = register_parameter("weight", ones({features}));
+    bias = register_parameter("bias", zeros({features}));
+  }
+  running_mean = register_buffer("running_mean", zeros({features}));
+  running_var = register_buffer("running_var", ones({features}));
+  num_batches_tracked = register_buffer("num_batches_tracked", zeros({}, DType::I64));
+}
+
+Tensor BatchNorm::forward(const Tensor& x) {
+  auto scope = forward_scope();
+  const bool ok = expected_dims_ == 2 ? (x.dim() == 2 || x.dim() == 3) : x.dim() == 4;
+  MINIDL_CHECK(ok, type_name(), "expected ", expected_dims_ == 2 ? "2D or 3D" : "4D", " input, got ", x.meta_str());
+  if (is_training()) {
+    NoGradGuard ng;
+    num_batches_tracked.add_(ones({}, DType::I64));
+  }
+  return batch_norm(x, running_mean, running_var, weight, bias, is_training(), momentum_, eps_);
+}
+
+std::string BatchNorm::describe() const {
+  return detail::concat(type_name(), "(", features_, ", eps ", eps_, ", momentum ", momentum_, weight.defined() ? ", affine)" : ")");
+}
+
+Dropout2d::Dropout2d(double p) : p_(p) {
+  MINIDL_CHECK(p >= 0 && p <= 1, "Dropout2d", "dropout probability has to be between 0 and 1, but got ", p);
+}
+Tensor Dropout2d::forward(const Tensor& x) {
+  auto scope = forward_scope();
+  return dropout2d(x, p_, is_training());
+}
+std::string Dropout2d::describe() const { return detail::concat("Dropout2d(p=", p_, ")"); }
+
+}  // namespace minidl::nn

@@ -1,0 +1,114 @@
+// Convolution-network layers: Conv2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, BatchNorm1d/2d and
+// Dropout2d, as modules over the ops in ops/nn_ops.h (PyTorch's defaults and initialisation).
+#pragma once
+#include <array>
+
+#include "nn/module.h"
+#include "ops/nn_ops.h"
+
+namespace minidl::nn {
+
+struct Conv2dOptions {
+  int64_t in_channels, out_channels;
+  Size2 kernel_size;
+  Size2 stride_ = {1, 1};
+  Size2 padding_ = {0, 0};
+  bool same_ = false;           // padding "same" (stride 1)
+  Size2 dilation_ = {1, 1};
+  int64_t groups_ = 1;
+  bool bias_ = true;
+
+  Conv2dOptions(int64_t in, int64_t out, int64_t k) : in_channels(in), out_channels(out), kernel_size{k, k} {}
+  Conv2dOptions& stride(int64_t s) { stride_ = {s, s}; return *this; }
+  Conv2dOptions& padding(int64_t p) { padding_ = {p, p}; return *this; }
+  Conv2dOptions& padding_same() { same_ = true; return *this; }
+  Conv2dOptions& dilation(int64_t d) { dilation_ = {d, d}; return *this; }
+  Conv2dOptions& groups(int64_t g) { groups_ = g; return *this; }
+  Conv2dOptions& bias(bool b) { bias_ = b; return *this; }
+};
+
+class Conv2d : public Layer {
+ public:
+  explicit Conv2d(const Conv2dOptions& options, Generator* gen = nullptr);
+  Conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride = 1, int64_t padding = 0, bool bias = true)
+      : Conv2d(Conv2dOptions(in, out, kernel).stride(stride).padding(padding).bias(bias)) {}
+  void reset_parameters(Generator* gen = nullptr);
+  Tensor forward(const Tensor& x) override;  // [N, C, H, W] -> [N, O, H', W']
+  std::string describe() const override;
+  std::string type_name() const override { return "Conv2d"; }
+
+  Conv2dOptions options;
+  Tensor weight;  // [out, in/groups, kh, kw]
+  Tensor bias;    // [out]
+};
+
+class MaxPool2d : public Layer {
+ public:
+  explicit MaxPool2d(int64_t kernel, int64_t stride = 0, int64_t padding = 0) : k_(kernel), s_(stride ? stride : kernel), p_(padding) {}
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override;
+  std::string type_name() const override { return "MaxPool2d"; }
+
+ private:
+  int64_t k_, s_, p_;
+};
+
+class AvgPool2d : public Layer {
+ public:
+  explicit AvgPool2d(int64_t kernel, int64_t stride = 0, int64_t padding = 0) : k_(kernel), s_(stride ? stride : kernel), p_(padding) {}
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override;
+  std::string type_name() const override { return "AvgPool2d"; }
+
+ private:
+  int64_t k_, s_, p_;
+};
+
+class AdaptiveAvgPool2d : public Layer {
+ public:
+  explicit AdaptiveAvgPool2d(Size2 output_size) : out_(output_size) {}
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override;
+  std::string type_name() const override { return "AdaptiveAvgPool2d"; }
+
+ private:
+  Size2 out_;
+};
+
+// BatchNorm over [N, C] (1d) or [N, C, H, W] (2d). Under autocast it takes a low-precision input
+// with its f32 weight and running statistics, computes statistics in f32 and returns the input dtype.
+class BatchNorm : public Layer {
+ public:
+  BatchNorm(int64_t features, int expected_dims, double eps = 1e-5, double momentum = 0.1, bool affine = true);
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override;
+  std::string type_name() const override { return expected_dims_ == 2 ? "BatchNorm1d" : "BatchNorm2d"; }
+
+  Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+
+ private:
+  int64_t features_;
+  int expected_dims_;
+  double eps_, momentum_;
+};
+struct BatchNorm1d : BatchNorm {
+  explicit BatchNorm1d(int64_t features, double eps = 1e-5, double momentum = 0.1, bool affine = true)
+      : BatchNorm(features, 2, eps, momentum, affine) {}
+};
+struct BatchNorm2d : BatchNorm {
+  explicit BatchNorm2d(int64_t features, double eps = 1e-5, double momentum = 0.1, bool affine = true)
+      : BatchNorm(features, 4, eps, momentum, affine) {}
+};
+
+class Dropout2d : public Layer {
+ public:
+  explicit Dropout2d(double p = 0.5);
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override;
+  std::string type_name() const override { return "Dropout2d"; }
+
+ private:
+  double p_;
+};
+
+}  // namespace minidl::nn
