@@ -94,6 +94,31 @@ Tensor ref_conv_transpose2d(const Tensor& xt, const Tensor& wt, const Tensor& bt
   return from_vector(y, {N, Cout, OH, OW});
 }
 
+// Weight gradient written out: gw[o, c, i, j] = sum over n, oh, ow of gy[n, o, oh, ow] * x[n, g*Cg + c, ih, iw].
+Tensor ref_conv2d_weight_grad(const Tensor& xt, const Tensor& gyt, const Shape& wshape, const ConvSpec& s) {
+  const std::vector<double> x = xt.to_vector<double>(), gy = gyt.to_vector<double>();
+  const int64_t N = xt.size(0), C = xt.size(1), H = xt.size(2), W = xt.size(3);
+  const int64_t O = wshape[0], Cg = wshape[1], kH = wshape[2], kW = wshape[3], Og = O / s.groups;
+  const int64_t OH = gyt.size(2), OW = gyt.size(3);
+  std::vector<double> gw(numel_of(wshape), 0.0);
+  for (int64_t o = 0; o < O; ++o)
+    for (int64_t c = 0; c < Cg; ++c)
+      for (int64_t i = 0; i < kH; ++i)
+        for (int64_t j = 0; j < kW; ++j) {
+          double acc = 0;
+          for (int64_t n = 0; n < N; ++n)
+            for (int64_t oh = 0; oh < OH; ++oh)
+              for (int64_t ow = 0; ow < OW; ++ow) {
+                const int64_t ih = oh * s.stride[0] - s.pad_lo[0] + i * s.dilation[0];
+                const int64_t iw = ow * s.stride[1] - s.pad_lo[1] + j * s.dilation[1];
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                acc += gy[((n * O + o) * OH + oh) * OW + ow] * x[((n * C + (o / Og) * Cg + c) * H + ih) * W + iw];
+              }
+          gw[((o * Cg + c) * kH + i) * kW + j] = acc;
+        }
+  return from_vector(gw, wshape);
+}
+
 Tensor sq(const Tensor& t) { return mul(t, t); }
 
 }  // namespace
@@ -163,6 +188,27 @@ TEST_CASE("conv2d unbatched input", "[conv]") {
   Tensor y = conv2d(x, w, b, {1, 1}, {1, 1});
   CHECK(y.shape() == Shape{4, 5, 5});
   CHECK(max_abs_diff(y, conv2d(x.unsqueeze(0), w, b, {1, 1}, {1, 1}).squeeze(0)) == 0.0);
+}
+
+TEST_CASE("conv2d on a large image (several column chunks) matches direct loops in all three passes", "[conv]") {
+  // K = 64*3*3 = 576 rows of 40 columns: the column matrix is processed in chunks of output rows.
+  for (DType dt : {DType::F64, DType::F32}) {
+    INFO(dtype_name(dt));
+    const ConvSpec spec{{1, 2}, {1, 1}, {1, 1}, {1, 1}, 2};
+    Tensor x = random_tensor({2, 64, 41, 80}, 40), w = random_tensor({4, 32, 3, 3}, 41), b = random_tensor({4}, 42);
+    Tensor xd = cast(x, dt).requires_grad_(), wd = cast(w, dt).requires_grad_(), bd = cast(b, dt).requires_grad_();
+    Tensor y = conv2d(xd, wd, bd, spec.stride, spec.pad_lo, spec.dilation, spec.groups);
+    Tensor ref = ref_conv2d(x, w, b, spec);
+    REQUIRE(y.shape() == ref.shape());
+    const double tol = dt == DType::F64 ? 1e-11 : 1e-4;
+    CHECK(max_abs_diff(y, ref) < tol);
+    Tensor gy = random_tensor(y.shape(), 43);
+    y.backward(cast(gy, dt));
+    CHECK(max_abs_diff(xd.grad(), ref_conv_transpose2d(gy, w, Tensor(), spec.stride, spec.pad_lo, {0, 0}, spec.groups,
+                                                       spec.dilation)) < tol);
+    CHECK(max_abs_diff(wd.grad(), ref_conv2d_weight_grad(x, gy, w.shape(), spec)) < tol * 100);
+    CHECK(max_abs_diff(bd.grad(), sum(gy, {0, 2, 3})) < tol * 100);
+  }
 }
 
 TEST_CASE("conv_transpose2d matches a direct f64 transposed convolution", "[conv]") {

@@ -69,37 +69,66 @@ inline Window avg_window(const Pool2dGeometry& g, int64_t oh, int64_t ow) {
 template <class T>
 void max_pool_forward(const Tensor& y, const Tensor& indices, const Tensor& x, const Pool2dGeometry& g) {
   using C = compute_t<T>;
+  constexpr bool widen = !std::is_same_v<T, C>;
   const T* xp = x.data_ptr<T>();
   T* yp = y.data_ptr<T>();
   int64_t* ip = indices.data_ptr<int64_t>();
   const int64_t HW = g.H * g.W, P = g.OH * g.OW;
+  // Window bounds per output row and column, as PyTorch: [start, end) clipped to the input, the
+  // start moved to the first tap inside (taps are dilation apart).
+  std::vector<int64_t> hs(g.OH), he(g.OH), ws(g.OW), we(g.OW);
+  for (int64_t oh = 0; oh < g.OH; ++oh) {
+    int64_t s = oh * g.sh - g.ph;
+    he[oh] = std::min(s + (g.kH - 1) * g.dh + 1, g.H);
+    while (s < 0) s += g.dh;
+    hs[oh] = s;
+  }
+  for (int64_t ow = 0; ow < g.OW; ++ow) {
+    int64_t s = ow * g.sw - g.pw;
+    we[ow] = std::min(s + (g.kW - 1) * g.dw + 1, g.W);
+    while (s < 0) s += g.dw;
+    ws[ow] = s;
+  }
+  const bool unit = g.dh == 1 && g.dw == 1;
   for_each_plane<C>(g, [&](int64_t p, std::vector<C>& in_buf, std::vector<C>& out_buf) {
     const C* xin = load_plane(xp, p, HW, in_buf);
-    out_buf.resize(P);
+    C* out;
+    if constexpr (widen) {
+      out_buf.resize(P);
+      out = out_buf.data();
+    } else {
+      out = yp + p * P;
+    }
     int64_t* ind = ip + p * P;
     for (int64_t oh = 0; oh < g.OH; ++oh) {
-      int64_t hs = oh * g.sh - g.ph;
-      const int64_t he = std::min(hs + (g.kH - 1) * g.dh + 1, g.H);
-      while (hs < 0) hs += g.dh;
+      const int64_t h0 = hs[oh], h1 = he[oh];
       for (int64_t ow = 0; ow < g.OW; ++ow) {
-        int64_t ws = ow * g.sw - g.pw;
-        const int64_t we = std::min(ws + (g.kW - 1) * g.dw + 1, g.W);
-        while (ws < 0) ws += g.dw;
-        int64_t best = hs * g.W + ws;
-        C m = -std::numeric_limits<C>::infinity();
-        for (int64_t ih = hs; ih < he; ih += g.dh)
-          for (int64_t iw = ws; iw < we; iw += g.dw) {
-            const C v = xin[ih * g.W + iw];
-            if (v > m || std::isnan(v)) {
-              m = v;
-              best = ih * g.W + iw;
-            }
+        const int64_t w0 = ws[ow], w1 = we[ow];
+        // The first maximum wins; a NaN wins over everything after it (PyTorch's comparison).
+        int64_t best = h0 * g.W + w0;
+        C m;
+        auto take = [&](C v, int64_t i) {
+          if (v > m || std::isnan(v)) {
+            m = v;
+            best = i;
           }
-        out_buf[oh * g.OW + ow] = m;
+        };
+        if (unit && h1 - h0 == 2 && w1 - w0 == 2) {  // the common 2x2 window, unrolled
+          m = xin[best];
+          const int64_t b = best;
+          take(xin[b + 1], b + 1);
+          take(xin[b + g.W], b + g.W);
+          take(xin[b + g.W + 1], b + g.W + 1);
+        } else {
+          m = -std::numeric_limits<C>::infinity();
+          for (int64_t ih = h0; ih < h1; ih += g.dh)
+            for (int64_t iw = w0; iw < w1; iw += g.dw) take(xin[ih * g.W + iw], ih * g.W + iw);
+        }
+        out[oh * g.OW + ow] = m;
         ind[oh * g.OW + ow] = best;
       }
     }
-    store_block(out_buf.data(), yp + p * P, P);
+    if constexpr (widen) store_block(out_buf.data(), yp + p * P, P);
   });
 }
 
