@@ -448,7 +448,7 @@ TEST_CASE("reductions over every dim combination of a 3-D tensor, keepdim both w
   }
 }
 
-TEST_CASE("reductions: ties pick the first index; empty and 0-dim inputs", "[reference][reduce]") {
+TEST_CASE("reductions: ties pick the first index, empty and 0-dim inputs", "[reference][reduce]") {
   Tensor t = from_vector<float>({1, 3, 3, 0, 0, -1}, {2, 3});
   CHECK(argmax(t, 1).to_vector<int64_t>() == std::vector<int64_t>{1, 0});
   CHECK(min(t, 1).indices.to_vector<int64_t>() == std::vector<int64_t>{0, 2});
