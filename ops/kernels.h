@@ -172,6 +172,10 @@ struct Registry {
   KernelTable<BatchNormStatsFn> batch_norm_stats{"batch_norm_stats"};
   KernelTable<BatchNormApplyFn> batch_norm_apply{"batch_norm_apply"};
   KernelTable<BatchNormBackwardFn> batch_norm_backward{"batch_norm_backward"};
+  // GradScaler's pass over every gradient of one (device, dtype) group in one launch (contiguous
+  // gradients): g *= inv_scale; returns whether any was inf/NaN; counts (optional) gets (infs, NaNs)
+  // per gradient. CUDA only so far; callers fall back to `unscale` per tensor where it is absent.
+  KernelTable<bool (*)(const std::vector<Tensor>& grads, float inv_scale, std::vector<std::pair<int64_t, int64_t>>* counts)> unscale_many{"non_finite_check_and_unscale"};
 };
 
 const Registry& registry();

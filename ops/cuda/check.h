@@ -1,5 +1,6 @@
 // Every CUDA, cuBLAS and cuDNN call is checked; a failure throws minidl::Error naming file:line,
-// the call and the library's message.
+// the call and the library's message. The cuBLAS/cuDNN macros need cublas_v2.h / cudnn.h included
+// by the file that uses them (this header pulls in only the runtime).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -11,4 +12,31 @@
     if (err_ != cudaSuccess)                                                                             \
       throw ::minidl::Error(::minidl::detail::concat(__FILE__, ":", __LINE__, ": ", #call, " failed: ", \
                                                      cudaGetErrorString(err_)));                         \
+  } while (0)
+
+// After a kernel launch: reports a bad configuration (or an earlier asynchronous fault) at the
+// launch site instead of at some later, unrelated call.
+#define MINIDL_CUDA_CHECK_LAUNCH(name)                                                                    \
+  do {                                                                                                    \
+    cudaError_t err_ = cudaGetLastError();                                                                \
+    if (err_ != cudaSuccess)                                                                              \
+      throw ::minidl::Error(::minidl::detail::concat(__FILE__, ":", __LINE__, ": launching ", name,       \
+                                                     " failed: ", cudaGetErrorString(err_)));             \
+  } while (0)
+
+#define MINIDL_CUBLAS_CHECK(call)                                                                         \
+  do {                                                                                                    \
+    cublasStatus_t st_ = (call);                                                                          \
+    if (st_ != CUBLAS_STATUS_SUCCESS)                                                                     \
+      throw ::minidl::Error(::minidl::detail::concat(__FILE__, ":", __LINE__, ": ", #call, " failed: ",  \
+                                                     cublasGetStatusName(st_), " (",                      \
+                                                     cublasGetStatusString(st_), ")"));                   \
+  } while (0)
+
+#define MINIDL_CUDNN_CHECK(call)                                                                          \
+  do {                                                                                                    \
+    cudnnStatus_t st_ = (call);                                                                           \
+    if (st_ != CUDNN_STATUS_SUCCESS)                                                                      \
+      throw ::minidl::Error(::minidl::detail::concat(__FILE__, ":", __LINE__, ": ", #call, " failed: ",  \
+                                                     cudnnGetErrorString(st_)));                          \
   } while (0)

@@ -1,12 +1,18 @@
 // CUDA runtime entry points: device queries (any failure, such as a missing driver, means "no GPU"),
-// the device allocator, host<->device copies, and registration of the CUDA kernels.
+// device properties, one stream per device, the caching device allocator and its statistics, and
+// registration of the CUDA kernels of every op family.
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <memory>
+#include <mutex>
+#include <vector>
 
 #include "framework/cuda.h"
 #include "framework/storage.h"
+#include "ops/cuda/caching_allocator.h"
 #include "ops/cuda/check.h"
+#include "ops/cuda/runtime.h"
 #include "ops/kernels.h"
 
 namespace minidl::cuda {
@@ -26,45 +32,184 @@ int device_count() {
 bool is_available() { return device_count() > 0; }
 bool is_compiled() { return true; }
 
+DeviceProperties get_device_properties(int device) {
+  check_device(Device::cuda(device), "cuda::get_device_properties");
+  cudaDeviceProp p{};
+  MINIDL_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+  DeviceProperties d;
+  d.index = device;
+  d.name = p.name;
+  d.major = p.major;
+  d.minor = p.minor;
+  d.total_memory = p.totalGlobalMem;
+  d.multiprocessor_count = p.multiProcessorCount;
+  d.max_threads_per_block = p.maxThreadsPerBlock;
+  d.shared_memory_per_block = p.sharedMemPerBlock;
+  return d;
+}
+
 namespace {
-struct DeviceAllocator final : Allocator {
-  void* allocate(size_t nbytes) override {
-    if (nbytes == 0) return nullptr;
-    void* p = nullptr;
-    cudaError_t err = cudaMalloc(&p, nbytes);
-    if (err != cudaSuccess) {
-      cudaGetLastError();
-      size_t free_b = 0, total_b = 0;
-      cudaMemGetInfo(&free_b, &total_b);
-      MINIDL_FAIL("cuda allocator", "out of memory allocating ", nbytes, " bytes (", free_b, " of ", total_b,
-                  " bytes free): ", cudaGetErrorString(err));
-    }
-    return p;
-  }
-  void deallocate(void* p, size_t) override { cudaFree(p); }
+// Per-device state, created once for every device on first use.
+struct DeviceState {
+  cudaStream_t stream = nullptr;
+  int sm_count = 0;
+  std::once_flag once;
 };
 
-// Contiguous copies between host and device, or device to device, of one dtype.
-void copy(const Tensor& dst, const Tensor& src) {
-  MINIDL_CHECK(dst.dtype() == src.dtype() && dst.shape() == src.shape() && dst.is_contiguous() && src.is_contiguous(),
-               "copy_ (cuda)", "cross-device copies need contiguous tensors of one dtype and shape; got ",
-               src.meta_str(), " -> ", dst.meta_str());
-  cudaMemcpyKind kind = src.device().is_cpu() ? cudaMemcpyHostToDevice
-                        : dst.device().is_cpu() ? cudaMemcpyDeviceToHost
-                                                : cudaMemcpyDeviceToDevice;
-  MINIDL_CUDA_CHECK(cudaMemcpy(dst.raw_data(), src.raw_data(), dst.nbytes(), kind));
+std::vector<DeviceState>& devices() {
+  static std::vector<DeviceState> d(static_cast<size_t>(device_count()));
+  return d;
+}
+
+DeviceState& state(int device) {
+  auto& all = devices();
+  MINIDL_CHECK(device >= 0 && device < static_cast<int>(all.size()), "cuda", "device cuda:", device,
+               " is not available: this machine has ", all.size(), " CUDA device(s)");
+  DeviceState& s = all[static_cast<size_t>(device)];
+  std::call_once(s.once, [&] {
+    DeviceGuard g(device);
+    MINIDL_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
+    MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&s.sm_count, cudaDevAttrMultiProcessorCount, device));
+  });
+  return s;
+}
+
+thread_local int current_device = -1;  // cache of cudaGetDevice for this thread
+
+int get_current_device() {
+  if (current_device < 0) MINIDL_CUDA_CHECK(cudaGetDevice(&current_device));
+  return current_device;
 }
 }  // namespace
+
+cudaStream_t stream(int device) { return state(device).stream; }
+int sm_count(int device) { return state(device).sm_count; }
+
+DeviceGuard::DeviceGuard(int device) {
+  const int cur = get_current_device();
+  if (cur != device) {
+    MINIDL_CUDA_CHECK(cudaSetDevice(device));
+    current_device = device;
+    prev_ = cur;
+  }
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (prev_ >= 0 && cudaSetDevice(prev_) == cudaSuccess) current_device = prev_;
+}
+
+void sync_stream(int device) { MINIDL_CUDA_CHECK(cudaStreamSynchronize(stream(device))); }
+
+void synchronize(int device) {
+  if (!is_available()) return;
+  if (device >= 0) return sync_stream(device);
+  for (int d = 0; d < device_count(); ++d) sync_stream(d);
+}
+
+namespace {
+// The Allocator the Storage layer sees: one CachingAllocatorCore per device over cudaMalloc/cudaFree.
+// Allocator::allocate carries no device, so blocks come from the calling thread's current device
+// (cuda:0 unless a DeviceGuard is active); frees find the owning device's cache by pointer.
+class DeviceCachingAllocator final : public Allocator {
+ public:
+  DeviceCachingAllocator() {
+    for (int d = 0; d < device_count(); ++d) {
+      CachingAllocatorCore::RawOps ops;
+      ops.alloc = [d](size_t n) -> void* {
+        DeviceGuard g(d);
+        void* p = nullptr;
+        cudaError_t err = cudaMalloc(&p, n);
+        if (err == cudaErrorMemoryAllocation) {
+          cudaGetLastError();  // not sticky: clear it so later calls do not report it
+          return nullptr;
+        }
+        MINIDL_CUDA_CHECK(err);
+        return p;
+      };
+      ops.free = [d](void* p, size_t) {
+        DeviceGuard g(d);
+        MINIDL_CUDA_CHECK(cudaFree(p));
+      };
+      ops.describe = [d]() {
+        DeviceGuard g(d);
+        size_t free_b = 0, total_b = 0;
+        if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+          cudaGetLastError();
+          return std::string();
+        }
+        return detail::concat("the driver reports ", format_bytes(free_b), " free of ", format_bytes(total_b));
+      };
+      cores_.push_back(std::make_unique<CachingAllocatorCore>(std::move(ops), Device::cuda(d).str()));
+    }
+  }
+
+  void* allocate(size_t nbytes) override { return core(get_current_device()).allocate(nbytes); }
+
+  void deallocate(void* p, size_t) override {
+    if (!p) return;
+    for (auto& c : cores_)
+      if (c->deallocate(p)) return;
+    std::fprintf(stderr, "minidl: cuda allocator: freeing %p, which it did not allocate (ignored)\n", p);
+  }
+
+  CachingAllocatorCore& core(int device) {
+    MINIDL_CHECK(device >= 0 && device < static_cast<int>(cores_.size()), "cuda allocator", "device cuda:", device,
+                 " is not available: this machine has ", cores_.size(), " CUDA device(s)");
+    return *cores_[static_cast<size_t>(device)];
+  }
+  int count() const { return static_cast<int>(cores_.size()); }
+
+ private:
+  std::vector<std::unique_ptr<CachingAllocatorCore>> cores_;
+};
+
+// Built on first use and never destroyed: tensors freed during static destruction still find it.
+DeviceCachingAllocator& device_allocator() {
+  static DeviceCachingAllocator* a = new DeviceCachingAllocator();
+  return *a;
+}
+}  // namespace
+
+MemoryStats memory_stats(int device) {
+  if (!is_available()) return {};
+  return device_allocator().core(device).stats();
+}
+
+void reset_peak_memory_stats(int device) {
+  if (!is_available()) return;
+  device_allocator().core(device).reset_peak_stats();
+}
+
+void empty_cache() {
+  if (!is_available()) return;
+  auto& a = device_allocator();
+  for (int d = 0; d < a.count(); ++d) {
+    // Queued kernels may still use blocks that were freed on the host side: wait for them.
+    sync_stream(d);
+    a.core(d).empty_cache();
+  }
+}
 
 }  // namespace minidl::cuda
 
 namespace minidl::kernels::cuda {
 
+void register_copy(Registry& r);
+void register_elementwise(Registry& r);
+void register_reduce(Registry& r);
+void register_gemm(Registry& r);
+void register_softmax(Registry& r);
+void register_amp(Registry& r);
+
 void register_kernels(Registry& r) {
   if (!minidl::cuda::is_available()) return;
-  static minidl::cuda::DeviceAllocator allocator;
-  set_allocator(DeviceType::CUDA, &allocator);
-  r.copy.set_all(DeviceType::CUDA, minidl::cuda::copy);
+  set_allocator(DeviceType::CUDA, &minidl::cuda::device_allocator());
+  register_copy(r);
+  register_elementwise(r);
+  register_reduce(r);
+  register_gemm(r);
+  register_softmax(r);
+  register_amp(r);
 }
 
 }  // namespace minidl::kernels::cuda

@@ -1,0 +1,276 @@
+// CUDA element-wise kernels: binary (broadcasting, comparisons, fused activation backward), unary
+// math and where. Arithmetic runs in the compute type (f32 for f16/bf16), as on the CPU; a scalar
+// operand is used at compute precision (PyTorch's opmath). The op is a kernel argument switched on
+// inside the kernel (uniform across the grid, so it costs a branch, not divergence), which keeps
+// one instantiation per dtype and layout instead of one per op.
+//
+// Layouts: when every operand is contiguous with out's shape (or a 0-dim scalar), a flat kernel in
+// which each thread handles kVec consecutive elements (vector loads where aligned); otherwise a
+// strided kernel over coalesced dims.
+#include <cmath>
+
+#include "ops/cuda/common.cuh"
+
+namespace minidl::kernels::cuda {
+
+namespace {
+constexpr double kSqrt1_2 = 0.70710678118654752440;
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+constexpr double kSqrt2OverPi = 0.79788456080286535588;
+
+// Operand kinds of the flat path.
+enum : int { kDense = 0, kScalar = 1 };
+
+struct BinaryArgs {
+  BinaryOp op;
+  double alpha;
+  double scalar;
+};
+
+// Float-only parts of binary ops (C is float or double).
+template <class C>
+__device__ __forceinline__ C binary_float(BinaryOp op, C x, C y, C al, C sc) {
+  switch (op) {
+    case BinaryOp::Pow: return pow(x, y);
+    case BinaryOp::ReluBackward: return y > C(0) ? x : C(0);
+    case BinaryOp::LeakyReluBackward: return y > C(0) ? x : x * al;
+    case BinaryOp::SigmoidBackward: return x * y * (C(1) - y);
+    case BinaryOp::TanhBackward: return x * (C(1) - y * y);
+    case BinaryOp::GeluBackward: {
+      const C cdf = C(0.5) * (C(1) + erf(y * C(kSqrt1_2)));
+      const C pdf = C(kInvSqrt2Pi) * exp(C(-0.5) * y * y);
+      return x * (cdf + y * pdf);
+    }
+    case BinaryOp::GeluTanhBackward: {
+      const C y2 = y * y;
+      const C t = tanh(C(kSqrt2OverPi) * (y + C(0.044715) * y2 * y));
+      const C dt = (C(1) - t * t) * C(kSqrt2OverPi) * (C(1) + C(3 * 0.044715) * y2);
+      return x * (C(0.5) * (C(1) + t) + C(0.5) * y * dt);
+    }
+    case BinaryOp::SoftplusBackward: {
+      const C z = al * y;
+      return z > sc ? x : x / (C(1) + exp(-z));
+    }
+    default: return C(0);
+  }
+}
+
+// a op b in compute type C (arithmetic ops; comparisons are handled by compare()).
+template <class C>
+__device__ __forceinline__ C binary_apply(BinaryOp op, C x, C y, C al, C sc) {
+  switch (op) {
+    case BinaryOp::Add: return x + al * y;
+    case BinaryOp::Sub: return x - al * y;
+    case BinaryOp::Mul: return x * y;
+    case BinaryOp::Div: return x / y;
+    case BinaryOp::Max: return (x != x || x > y) ? x : y;
+    case BinaryOp::Min: return (x != x || x < y) ? x : y;
+    default: break;
+  }
+  if constexpr (std::is_floating_point_v<C>) return binary_float<C>(op, x, y, al, sc);
+  else return C(0);
+}
+
+template <class C>
+__device__ __forceinline__ bool compare(BinaryOp op, C x, C y) {
+  switch (op) {
+    case BinaryOp::Eq: return x == y;
+    case BinaryOp::Ne: return x != y;
+    case BinaryOp::Lt: return x < y;
+    case BinaryOp::Le: return x <= y;
+    case BinaryOp::Gt: return x > y;
+    default: return x >= y;  // Ge
+  }
+}
+
+template <class T, class Out>
+__device__ __forceinline__ Out binary_one(BinaryOp op, compute_t<T> x, compute_t<T> y, compute_t<T> al, compute_t<T> sc) {
+  if constexpr (std::is_same_v<Out, bool>) return compare(op, x, y);
+  else return convert<T>(binary_apply(op, x, y, al, sc));
+}
+
+// Flat path: out, a dense; b dense or a scalar (b_scalar: read nothing, use sc). Each thread does
+// kVec consecutive elements per iteration.
+constexpr int kVec = 4;
+
+template <class T, class Out>
+__global__ void binary_flat_kernel(Out* out, const T* a, const T* b, bool b_scalar, int64_t n, BinaryOp op,
+                                   compute_t<T> al, compute_t<T> sc) {
+  using C = compute_t<T>;
+  const int64_t stride = int64_t{blockDim.x} * gridDim.x * kVec;
+  for (int64_t base = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) * kVec; base < n; base += stride) {
+    C xa[kVec], xb[kVec];
+#pragma unroll
+    for (int v = 0; v < kVec; ++v) {
+      const int64_t i = base + v;
+      xa[v] = i < n ? load(a[i]) : C(0);
+      xb[v] = b_scalar ? sc : (i < n ? load(b[i]) : C(0));
+    }
+#pragma unroll
+    for (int v = 0; v < kVec; ++v)
+      if (base + v < n) out[base + v] = binary_one<T, Out>(op, xa[v], xb[v], al, sc);
+  }
+}
+
+template <class T, class Out>
+__global__ void binary_strided_kernel(Out* out, const T* a, const T* b, bool b_scalar, int64_t n, OffsetCalc<3> oc,
+                                      BinaryOp op, compute_t<T> al, compute_t<T> sc) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{blockDim.x} * gridDim.x) {
+    int64_t off[3];
+    oc.get(i, off);
+    const compute_t<T> y = b_scalar ? sc : load(b[off[2]]);
+    out[off[0]] = binary_one<T, Out>(op, load(a[off[1]]), y, al, sc);
+  }
+}
+
+template <class T, class Out>
+void binary_launch(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, double scalar, double alpha) {
+  using C = compute_t<T>;
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  const int dev = out.device().index;
+  cudaStream_t s = stream_of(out);
+  // A scalar operand: the compute-type value; for f16/bf16 kept at f32 (opmath), for integer
+  // types truncated as the CPU's cast_scalar does. A defined 0-dim/one-element b that broadcasts
+  // everywhere is read from memory by the strided path.
+  const bool b_scalar = !b.defined();
+  const C sc = convert<C>(scalar);
+  const C al = convert<C>(alpha);  // x + 1 * y is exactly x + y in every type
+  Out* po = static_cast<Out*>(out.raw_data());
+  const T* pa = static_cast<const T*>(a.raw_data());
+  const T* pb = b_scalar ? nullptr : static_cast<const T*>(b.raw_data());
+  const bool flat = out.is_contiguous() && a.shape() == out.shape() && a.is_contiguous() &&
+                    (b_scalar || (b.shape() == out.shape() && b.is_contiguous()));
+  if (flat) {
+    binary_flat_kernel<T, Out><<<grid_for(n, dev, kVec), kThreads, 0, s>>>(po, pa, pb, b_scalar, n, op, al, sc);
+  } else {
+    const Tensor& bb = b_scalar ? a : b;  // placeholder operand; never read when b_scalar
+    auto oc = make_offset_calc<3>(out.shape(), {&out, &a, &bb}, "binary");
+    binary_strided_kernel<T, Out><<<grid_for(n, dev), kThreads, 0, s>>>(po, pa, pb, b_scalar, n, oc, op, al, sc);
+  }
+  MINIDL_CUDA_CHECK_LAUNCH("binary");
+}
+
+bool is_compare(BinaryOp op) { return op >= BinaryOp::Eq && op <= BinaryOp::Ge; }
+bool is_basic_arith(BinaryOp op) { return op <= BinaryOp::Min && op != BinaryOp::Pow; }
+
+void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, double scalar, double alpha) {
+  minidl::cuda::DeviceGuard guard(out);
+  visit(a.dtype(), "binary", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (is_compare(op)) return binary_launch<T, bool>(op, out, a, b, scalar, alpha);
+    if constexpr (std::is_same_v<T, bool>) {
+      MINIDL_FAIL("binary", "arithmetic on bool tensors is not supported");
+    } else {
+      MINIDL_CHECK(is_float_v<T> || is_basic_arith(op), "binary", "op ", static_cast<int>(op),
+                   " is not supported for ", dtype_name(a.dtype()));
+      binary_launch<T, T>(op, out, a, b, scalar, alpha);
+    }
+  });
+}
+
+// ---- unary
+
+template <class C>
+__device__ __forceinline__ C unary_apply(UnaryOp op, C v, C p0, C p1) {
+  switch (op) {
+    case UnaryOp::Neg: return -v;
+    case UnaryOp::Exp: return exp(v);
+    case UnaryOp::Log: return log(v);
+    case UnaryOp::Sqrt: return sqrt(v);
+    case UnaryOp::Rsqrt: return C(1) / sqrt(v);
+    case UnaryOp::Abs: return fabs(v);
+    case UnaryOp::Sign: return static_cast<C>((v > C(0)) - (v < C(0)));
+    case UnaryOp::Tanh: return tanh(v);
+    case UnaryOp::Sigmoid: return C(1) / (C(1) + exp(-v));
+    case UnaryOp::Relu: return v > C(0) ? v : C(0);
+    case UnaryOp::LeakyRelu: return v > C(0) ? v : v * p0;
+    case UnaryOp::Gelu: return C(0.5) * v * (C(1) + erf(v * C(kSqrt1_2)));
+    case UnaryOp::GeluTanh: return C(0.5) * v * (C(1) + tanh(C(kSqrt2OverPi) * (v + C(0.044715) * v * v * v)));
+    case UnaryOp::Softplus: return p0 * v > p1 ? v : log1p(exp(p0 * v)) / p0;
+    case UnaryOp::Square: return v * v;
+    case UnaryOp::Reciprocal: return C(1) / v;
+    case UnaryOp::Clamp: return v != v ? v : (v < p0 ? p0 : (v > p1 ? p1 : v));  // NaN propagates
+  }
+  return v;
+}
+
+template <class T>
+__global__ void unary_flat_kernel(T* out, const T* x, int64_t n, UnaryOp op, compute_t<T> p0, compute_t<T> p1) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{blockDim.x} * gridDim.x)
+    out[i] = convert<T>(unary_apply(op, load(x[i]), p0, p1));
+}
+
+template <class T>
+__global__ void unary_strided_kernel(T* out, const T* x, int64_t n, OffsetCalc<2> oc, UnaryOp op, compute_t<T> p0,
+                                     compute_t<T> p1) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{blockDim.x} * gridDim.x) {
+    int64_t off[2];
+    oc.get(i, off);
+    out[off[0]] = convert<T>(unary_apply(op, load(x[off[1]]), p0, p1));
+  }
+}
+
+void unary(UnaryOp op, const Tensor& out, const Tensor& x, double p0, double p1) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  minidl::cuda::DeviceGuard guard(out);
+  const int dev = out.device().index;
+  cudaStream_t s = stream_of(out);
+  visit_floating(x.dtype(), "unary", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    const C a = static_cast<C>(p0), b = static_cast<C>(p1);
+    T* po = static_cast<T*>(out.raw_data());
+    const T* px = static_cast<const T*>(x.raw_data());
+    if (out.is_contiguous() && x.is_contiguous()) {
+      unary_flat_kernel<T><<<grid_for(n, dev), kThreads, 0, s>>>(po, px, n, op, a, b);
+    } else {
+      auto oc = make_offset_calc<2>(out.shape(), {&out, &x}, "unary");
+      unary_strided_kernel<T><<<grid_for(n, dev), kThreads, 0, s>>>(po, px, n, oc, op, a, b);
+    }
+  });
+  MINIDL_CUDA_CHECK_LAUNCH("unary");
+}
+
+// ---- where: moves bytes, so one instantiation per element size.
+
+template <class U>
+__global__ void where_kernel(U* out, const bool* cond, const U* a, const U* b, int64_t n, OffsetCalc<4> oc) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{blockDim.x} * gridDim.x) {
+    int64_t off[4];
+    oc.get(i, off);
+    out[off[0]] = cond[off[1]] ? a[off[2]] : b[off[3]];
+  }
+}
+
+void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  minidl::cuda::DeviceGuard guard(out);
+  const int dev = out.device().index;
+  auto oc = make_offset_calc<4>(out.shape(), {&out, &cond, &a, &b}, "where");
+  auto run = [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    where_kernel<U><<<grid_for(n, dev), kThreads, 0, stream_of(out)>>>(
+        static_cast<U*>(out.raw_data()), static_cast<const bool*>(cond.raw_data()), static_cast<const U*>(a.raw_data()),
+        static_cast<const U*>(b.raw_data()), n, oc);
+  };
+  switch (element_size(out.dtype())) {
+    case 1: run(TypeTag<uint8_t>{}); break;
+    case 2: run(TypeTag<uint16_t>{}); break;
+    case 4: run(TypeTag<uint32_t>{}); break;
+    case 8: run(TypeTag<uint64_t>{}); break;
+    default: MINIDL_FAIL("where", "unsupported element size");
+  }
+  MINIDL_CUDA_CHECK_LAUNCH("where");
+}
+}  // namespace
+
+void register_elementwise(Registry& r) {
+  r.binary.set_all(DeviceType::CUDA, binary);
+  r.where.set_all(DeviceType::CUDA, where);
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16}) r.unary.set(DeviceType::CUDA, t, unary);
+}
+
+}  // namespace minidl::kernels::cuda

@@ -1,0 +1,271 @@
+// CUDA softmax family over the last dim of contiguous [rows, n] tensors: softmax / log_softmax
+// (max-subtracted), their backward, and the fused cross-entropy forward (logsumexp and the target's
+// logit in one pass over the logits) and backward (softmax minus one-hot, scaled, in one pass).
+// One warp per row when rows are short (n <= 1024: the classifier case), one block per row
+// otherwise; every row is read from global memory a few times (max, sum, write), which the L1/L2
+// caches absorb. f16/bf16 compute in f32; the loss and logsumexp are f32 (f64 for f64 logits).
+#include <cmath>
+
+#include "ops/cuda/common.cuh"
+
+namespace minidl::kernels::cuda {
+
+namespace {
+template <class C>
+__device__ __forceinline__ C warp_sum(C v) {
+#pragma unroll
+  for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+  return v;
+}
+template <class C>
+__device__ __forceinline__ C warp_max(C v) {
+#pragma unroll
+  for (int m = 16; m > 0; m >>= 1) {
+    const C o = __shfl_xor_sync(0xffffffffu, v, m);
+    v = (v != v || v > o) ? v : o;  // NaN propagates
+  }
+  return v;
+}
+
+// Sum / max over a group of G threads (32: a warp, 256: the block); all threads get the result.
+template <int G, class C>
+__device__ __forceinline__ C group_sum(C v) {
+  v = warp_sum(v);
+  if constexpr (G == 32) {
+    return v;
+  } else {
+    __shared__ C part[G / 32];
+    __shared__ C total;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) part[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+      C w = lane < G / 32 ? part[lane] : C(0);
+      w = warp_sum(w);
+      if (lane == 0) total = w;
+    }
+    __syncthreads();
+    return total;
+  }
+}
+template <int G, class C>
+__device__ __forceinline__ C group_max(C v) {
+  v = warp_max(v);
+  if constexpr (G == 32) {
+    return v;
+  } else {
+    __shared__ C part[G / 32];
+    __shared__ C total;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) part[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+      C w = lane < G / 32 ? part[lane] : -INFINITY;
+      w = warp_max(w);
+      if (lane == 0) total = w;
+    }
+    __syncthreads();
+    return total;
+  }
+}
+
+// The row loops below hand each group of G threads one row per iteration; every thread of a block
+// runs the same number of iterations, and threads past the last row still join the group
+// reductions (which may synchronize the block) before skipping the rest.
+template <class T, int G>
+__global__ void softmax_kernel(T* out, const T* x, int64_t rows, int64_t n, bool log) {
+  using C = compute_t<T>;
+  constexpr int kGroups = kThreads / G;
+  const int64_t lane = threadIdx.x % G;
+  for (int64_t base = int64_t{blockIdx.x} * kGroups; base < rows; base += int64_t{gridDim.x} * kGroups) {
+    const int64_t row = base + threadIdx.x / G;
+    const bool live = row < rows;
+    const T* xr = x + (live ? row : 0) * n;
+    C m = -INFINITY;
+    if (live)
+      for (int64_t j = lane; j < n; j += G) {
+        const C v = load(xr[j]);
+        m = (m != m || m > v) ? m : v;
+      }
+    m = group_max<G>(m);
+    C s = 0;
+    if (live)
+      for (int64_t j = lane; j < n; j += G) s += exp(load(xr[j]) - m);
+    s = group_sum<G>(s);
+    if (!live) continue;
+    T* yr = out + row * n;
+    if (log) {
+      const C lse = ::log(s) + m;
+      for (int64_t j = lane; j < n; j += G) yr[j] = convert<T>(load(xr[j]) - lse);
+    } else {
+      const C inv = C(1) / s;
+      for (int64_t j = lane; j < n; j += G) yr[j] = convert<T>(exp(load(xr[j]) - m) * inv);
+    }
+  }
+}
+
+template <class T, int G>
+__global__ void softmax_backward_kernel(T* gi, const T* go, const T* y, int64_t rows, int64_t n, bool log) {
+  using C = compute_t<T>;
+  constexpr int kGroups = kThreads / G;
+  const int64_t lane = threadIdx.x % G;
+  for (int64_t base = int64_t{blockIdx.x} * kGroups; base < rows; base += int64_t{gridDim.x} * kGroups) {
+    const int64_t row = base + threadIdx.x / G;
+    const bool live = row < rows;
+    const int64_t o = (live ? row : 0) * n;
+    C s = 0;  // log: sum g; else: sum g * y
+    if (live)
+      for (int64_t j = lane; j < n; j += G) s += log ? load(go[o + j]) : load(go[o + j]) * load(y[o + j]);
+    s = group_sum<G>(s);
+    if (!live) continue;
+    for (int64_t j = lane; j < n; j += G) {
+      const C g = load(go[o + j]), yv = load(y[o + j]);
+      gi[o + j] = convert<T>(log ? g - exp(yv) * s : yv * (g - s));
+    }
+  }
+}
+
+template <class T, class L, int G>
+__global__ void cross_entropy_kernel(L* loss, L* lse_out, const T* x, const int64_t* target, int64_t rows, int64_t n,
+                                     int64_t ignore_index) {
+  using C = compute_t<T>;
+  constexpr int kGroups = kThreads / G;
+  const int64_t lane = threadIdx.x % G;
+  for (int64_t base = int64_t{blockIdx.x} * kGroups; base < rows; base += int64_t{gridDim.x} * kGroups) {
+    const int64_t row = base + threadIdx.x / G;
+    const bool live = row < rows;
+    const T* xr = x + (live ? row : 0) * n;
+    C m = -INFINITY;
+    if (live)
+      for (int64_t j = lane; j < n; j += G) {
+        const C v = load(xr[j]);
+        m = (m != m || m > v) ? m : v;
+      }
+    m = group_max<G>(m);
+    C s = 0;
+    if (live)
+      for (int64_t j = lane; j < n; j += G) s += exp(load(xr[j]) - m);
+    s = group_sum<G>(s);
+    if (!live || lane != 0) continue;
+    const C lse = ::log(s) + m;
+    const int64_t t = target[row];
+    lse_out[row] = static_cast<L>(lse);
+    loss[row] = t == ignore_index ? L(0) : static_cast<L>(lse - load(xr[t]));
+  }
+}
+
+// One thread per logit: grad = (softmax - onehot) * scale * g[row or 0]; ignored rows get 0.
+template <class T, class L>
+__global__ void cross_entropy_backward_kernel(T* gx, const T* x, const L* lse, const int64_t* target, const L* g,
+                                              bool per_row, L scale, int64_t rows, int64_t n, int64_t ignore_index,
+                                              bool use32) {
+  const int64_t total = rows * n;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{blockDim.x} * gridDim.x) {
+    int64_t row, col;
+    if (use32) {
+      row = static_cast<uint32_t>(i) / static_cast<uint32_t>(n);
+      col = static_cast<uint32_t>(i) - static_cast<uint32_t>(row) * static_cast<uint32_t>(n);
+    } else {
+      row = i / n;
+      col = i - row * n;
+    }
+    const int64_t t = target[row];
+    if (t == ignore_index) {
+      gx[i] = convert<T>(L(0));
+      continue;
+    }
+    const L k = scale * g[per_row ? row : 0];
+    const L e = exp(static_cast<L>(load(x[i])) - lse[row]);
+    gx[i] = convert<T>(col == t ? e * k - k : e * k);
+  }
+}
+
+// Launches kernel<G> with G = 32 (rows of at most 1024) or the whole block.
+template <class Launch>
+void by_row_length(int64_t rows, int64_t n, int dev, Launch&& launch) {
+  if (n <= 1024) launch(std::integral_constant<int, 32>{}, grid_for(rows * 32, dev));
+  else launch(std::integral_constant<int, kThreads>{}, grid_for(rows * kThreads, dev));
+}
+
+int64_t last_dim(const Tensor& t) { return t.dim() == 0 ? 1 : t.shape().back(); }
+
+void softmax(const Tensor& out, const Tensor& x, bool log) {
+  const int64_t n = last_dim(x);
+  const int64_t rows = n == 0 ? 0 : x.numel() / n;
+  if (rows == 0) return;
+  minidl::cuda::DeviceGuard guard(x);
+  const int dev = x.device().index;
+  visit_floating(x.dtype(), "softmax", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    by_row_length(rows, n, dev, [&](auto g, unsigned blocks) {
+      softmax_kernel<T, decltype(g)::value><<<blocks, kThreads, 0, stream_of(x)>>>(
+          static_cast<T*>(out.raw_data()), static_cast<const T*>(x.raw_data()), rows, n, log);
+    });
+  });
+  MINIDL_CUDA_CHECK_LAUNCH("softmax");
+}
+
+void softmax_backward(const Tensor& grad_in, const Tensor& grad_out, const Tensor& y, bool log) {
+  const int64_t n = last_dim(y);
+  const int64_t rows = n == 0 ? 0 : y.numel() / n;
+  if (rows == 0) return;
+  minidl::cuda::DeviceGuard guard(y);
+  const int dev = y.device().index;
+  visit_floating(y.dtype(), "softmax_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    by_row_length(rows, n, dev, [&](auto g, unsigned blocks) {
+      softmax_backward_kernel<T, decltype(g)::value><<<blocks, kThreads, 0, stream_of(y)>>>(
+          static_cast<T*>(grad_in.raw_data()), static_cast<const T*>(grad_out.raw_data()),
+          static_cast<const T*>(y.raw_data()), rows, n, log);
+    });
+  });
+  MINIDL_CUDA_CHECK_LAUNCH("softmax_backward");
+}
+
+void cross_entropy(const Tensor& loss, const Tensor& lse, const Tensor& x, const Tensor& target, int64_t ignore_index) {
+  const int64_t rows = x.shape()[0], n = x.shape()[1];
+  if (rows == 0) return;
+  minidl::cuda::DeviceGuard guard(x);
+  const int dev = x.device().index;
+  visit_floating(x.dtype(), "cross_entropy", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using L = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    by_row_length(rows, n, dev, [&](auto g, unsigned blocks) {
+      cross_entropy_kernel<T, L, decltype(g)::value><<<blocks, kThreads, 0, stream_of(x)>>>(
+          static_cast<L*>(loss.raw_data()), static_cast<L*>(lse.raw_data()), static_cast<const T*>(x.raw_data()),
+          static_cast<const int64_t*>(target.raw_data()), rows, n, ignore_index);
+    });
+  });
+  MINIDL_CUDA_CHECK_LAUNCH("cross_entropy");
+}
+
+void cross_entropy_backward(const Tensor& grad_x, const Tensor& x, const Tensor& lse, const Tensor& target,
+                            const Tensor& g, double scale, int64_t ignore_index) {
+  const int64_t rows = x.shape()[0], n = x.shape()[1];
+  if (rows * n == 0) return;
+  minidl::cuda::DeviceGuard guard(x);
+  const int dev = x.device().index;
+  const bool per_row = g.numel() == rows && g.dim() > 0;
+  const bool use32 = rows * n <= INT32_MAX;
+  visit_floating(x.dtype(), "cross_entropy_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using L = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    cross_entropy_backward_kernel<T, L><<<grid_for(rows * n, dev), kThreads, 0, stream_of(x)>>>(
+        static_cast<T*>(grad_x.raw_data()), static_cast<const T*>(x.raw_data()), static_cast<const L*>(lse.raw_data()),
+        static_cast<const int64_t*>(target.raw_data()), static_cast<const L*>(g.raw_data()), per_row,
+        static_cast<L>(scale), rows, n, ignore_index, use32);
+  });
+  MINIDL_CUDA_CHECK_LAUNCH("cross_entropy_backward");
+}
+}  // namespace
+
+void register_softmax(Registry& r) {
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
+    r.softmax.set(DeviceType::CUDA, t, softmax);
+    r.softmax_backward.set(DeviceType::CUDA, t, softmax_backward);
+    r.cross_entropy.set(DeviceType::CUDA, t, cross_entropy);
+    r.cross_entropy_backward.set(DeviceType::CUDA, t, cross_entropy_backward);
+  }
+}
+
+}  // namespace minidl::kernels::cuda
