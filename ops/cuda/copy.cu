@@ -165,12 +165,12 @@ void copy_host_to_device(const Tensor& dst, const Tensor& src) {
 // dst (CPU) <- src (CUDA): the device packs src into dst's dtype and shape, one transfer brings it
 // back, and the CPU copy kernel scatters it when dst is strided.
 void copy_device_to_host(const Tensor& dst, const Tensor& src) {
+  minidl::cuda::DeviceGuard guard(src);  // before any scratch allocation: blocks come from the current device
   Tensor d = src;
   if (src.dtype() != dst.dtype() || src.shape() != dst.shape() || !src.is_contiguous()) {
     d = scratch(dst.shape(), dst.dtype(), src);
     copy_on_device(d, src);
   }
-  minidl::cuda::DeviceGuard guard(src);
   cudaStream_t s = stream_of(src);
   if (dst.is_contiguous()) {
     MINIDL_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), d.raw_data(), dst.nbytes(), cudaMemcpyDeviceToHost, s));
@@ -190,11 +190,18 @@ void copy(const Tensor& dst, const Tensor& src) {
   if (dst_cuda && src_cuda) {
     if (dst.device() == src.device()) return copy_on_device(dst, src);
     // Between two GPUs: bring src to dst's device contiguous in its own dtype, then convert there.
-    Tensor c = contiguous_on_device(src);
+    Tensor c;
+    {
+      minidl::cuda::DeviceGuard g(src);
+      c = contiguous_on_device(src);
+    }
+    minidl::cuda::DeviceGuard g(dst);
     Tensor t = scratch(src.shape(), src.dtype(), dst);
     minidl::cuda::sync_stream(src.device().index);
     MINIDL_CUDA_CHECK(cudaMemcpyPeerAsync(t.raw_data(), dst.device().index, c.raw_data(), src.device().index,
                                           c.nbytes(), stream_of(dst)));
+    // c belongs to src's device, whose stream may reuse the block once this returns: finish the read.
+    minidl::cuda::sync_stream(dst.device().index);
     return copy_on_device(dst, t);
   }
   if (dst_cuda) return copy_host_to_device(dst, src);

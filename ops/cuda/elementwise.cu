@@ -130,11 +130,13 @@ void binary_launch(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor
   if (n == 0) return;
   const int dev = out.device().index;
   cudaStream_t s = stream_of(out);
-  // A scalar operand: the compute-type value; for f16/bf16 kept at f32 (opmath), for integer
-  // types truncated as the CPU's cast_scalar does. A defined 0-dim/one-element b that broadcasts
+  // A scalar operand: the compute-type value; for f16/bf16 arithmetic kept at f32 (opmath), for
+  // integer types truncated as the CPU's cast_scalar does. A defined 0-dim b that broadcasts
   // everywhere is read from memory by the strided path.
   const bool b_scalar = !b.defined();
-  const C sc = convert<C>(scalar);
+  // Comparisons see the scalar rounded to T first, as the CPU kernels do (they compare against a
+  // 0-dim T tensor): eq(half_tensor, 0.1) is true where the tensor holds 0.1's f16 rounding.
+  const C sc = std::is_same_v<Out, bool> ? load(convert<T>(scalar)) : convert<C>(scalar);
   const C al = convert<C>(alpha);  // x + 1 * y is exactly x + y in every type
   Out* po = static_cast<Out*>(out.raw_data());
   const T* pa = static_cast<const T*>(a.raw_data());
