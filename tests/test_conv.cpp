@@ -121,6 +121,12 @@ Tensor ref_conv2d_weight_grad(const Tensor& xt, const Tensor& gyt, const Shape& 
 
 Tensor sq(const Tensor& t) { return mul(t, t); }
 
+// max |a - b| of two tensors of the same shape (a shape mismatch fails the test).
+double max_diff(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.shape() == b.shape());
+  return max_abs_diff(a, b);
+}
+
 }  // namespace
 
 TEST_CASE("conv2d matches a direct f64 convolution", "[conv]") {
@@ -148,12 +154,12 @@ TEST_CASE("conv2d matches a direct f64 convolution", "[conv]") {
     Tensor ref = ref_conv2d(x, w, b, c.spec);
     Tensor y = conv2d(x, w, b, c.spec.stride, c.spec.pad_lo, c.spec.dilation, c.spec.groups);
     REQUIRE(y.shape() == ref.shape());
-    CHECK(max_abs_diff(y, ref) < 1e-12);
+    CHECK(max_diff(y, ref) < 1e-12);
     // f32 accumulates in f32: error ~ eps * sqrt(K) * |terms|.
     Tensor y32 = conv2d(cast(x, DType::F32), cast(w, DType::F32), b.defined() ? cast(b, DType::F32) : Tensor(),
                         c.spec.stride, c.spec.pad_lo, c.spec.dilation, c.spec.groups);
     CHECK(y32.dtype() == DType::F32);
-    CHECK(max_abs_diff(y32, ref) < 64 * traits(DType::F32).eps);
+    CHECK(max_diff(y32, ref) < 64 * traits(DType::F32).eps);
   }
 }
 
@@ -163,23 +169,23 @@ TEST_CASE("conv2d padding same and valid", "[conv]") {
     Tensor w = random_tensor({3, 2, 3, 5}, 5);
     Tensor y = conv2d(x, w, Tensor(), {1, 1}, ConvPadding::Same);
     CHECK(y.shape() == Shape{2, 3, 5, 6});
-    CHECK(max_abs_diff(y, ref_conv2d(x, w, Tensor(), {{1, 1}, {1, 2}, {1, 2}})) < 1e-12);
+    CHECK(max_diff(y, ref_conv2d(x, w, Tensor(), {{1, 1}, {1, 2}, {1, 2}})) < 1e-12);
   }
   SECTION("even kernel: the extra row/column goes bottom/right (PyTorch)") {
     Tensor w = random_tensor({3, 2, 4, 2}, 6);
     Tensor y = conv2d(x, w, Tensor(), {1, 1}, ConvPadding::Same);
     CHECK(y.shape() == Shape{2, 3, 5, 6});
-    CHECK(max_abs_diff(y, ref_conv2d(x, w, Tensor(), {{1, 1}, {1, 0}, {2, 1}})) < 1e-12);
+    CHECK(max_diff(y, ref_conv2d(x, w, Tensor(), {{1, 1}, {1, 0}, {2, 1}})) < 1e-12);
   }
   SECTION("dilated same") {
     Tensor w = random_tensor({3, 2, 2, 3}, 7);
     Tensor y = conv2d(x, w, Tensor(), {1, 1}, ConvPadding::Same, {3, 2});
     CHECK(y.shape() == Shape{2, 3, 5, 6});
-    CHECK(max_abs_diff(y, ref_conv2d(x, w, Tensor(), {{1, 1}, {1, 2}, {2, 2}, {3, 2}})) < 1e-12);
+    CHECK(max_diff(y, ref_conv2d(x, w, Tensor(), {{1, 1}, {1, 2}, {2, 2}, {3, 2}})) < 1e-12);
   }
   SECTION("valid = no padding") {
     Tensor w = random_tensor({3, 2, 3, 3}, 8);
-    CHECK(max_abs_diff(conv2d(x, w, Tensor(), {1, 1}, ConvPadding::Valid), conv2d(x, w)) == 0.0);
+    CHECK(max_diff(conv2d(x, w, Tensor(), {1, 1}, ConvPadding::Valid), conv2d(x, w)) == 0.0);
   }
 }
 
@@ -187,27 +193,34 @@ TEST_CASE("conv2d unbatched input", "[conv]") {
   Tensor x = random_tensor({3, 5, 5}, 9), w = random_tensor({4, 3, 3, 3}, 10), b = random_tensor({4}, 11);
   Tensor y = conv2d(x, w, b, {1, 1}, {1, 1});
   CHECK(y.shape() == Shape{4, 5, 5});
-  CHECK(max_abs_diff(y, conv2d(x.unsqueeze(0), w, b, {1, 1}, {1, 1}).squeeze(0)) == 0.0);
+  CHECK(max_diff(y, conv2d(x.unsqueeze(0), w, b, {1, 1}, {1, 1}).squeeze(0)) == 0.0);
 }
 
 TEST_CASE("conv2d on a large image (several column chunks) matches direct loops in all three passes", "[conv]") {
   // K = 64*3*3 = 576 rows of 40 columns: the column matrix is processed in chunks of output rows.
+  // Width stride 2 (strided copies) and width stride 1 with dilation (the vector row copies).
+  const std::vector<ConvSpec> specs = {{{1, 2}, {1, 1}, {1, 1}, {1, 1}, 2}, {{2, 1}, {2, 1}, {2, 1}, {1, 2}, 2}};
+  for (const ConvSpec& spec : specs)
   for (DType dt : {DType::F64, DType::F32}) {
-    INFO(dtype_name(dt));
-    const ConvSpec spec{{1, 2}, {1, 1}, {1, 1}, {1, 1}, 2};
+    INFO(dtype_name(dt) << " stride " << spec.stride[0] << "," << spec.stride[1]);
     Tensor x = random_tensor({2, 64, 41, 80}, 40), w = random_tensor({4, 32, 3, 3}, 41), b = random_tensor({4}, 42);
     Tensor xd = cast(x, dt).requires_grad_(), wd = cast(w, dt).requires_grad_(), bd = cast(b, dt).requires_grad_();
     Tensor y = conv2d(xd, wd, bd, spec.stride, spec.pad_lo, spec.dilation, spec.groups);
     Tensor ref = ref_conv2d(x, w, b, spec);
     REQUIRE(y.shape() == ref.shape());
     const double tol = dt == DType::F64 ? 1e-11 : 1e-4;
-    CHECK(max_abs_diff(y, ref) < tol);
+    CHECK(max_diff(y, ref) < tol);
     Tensor gy = random_tensor(y.shape(), 43);
     y.backward(cast(gy, dt));
-    CHECK(max_abs_diff(xd.grad(), ref_conv_transpose2d(gy, w, Tensor(), spec.stride, spec.pad_lo, {0, 0}, spec.groups,
-                                                       spec.dilation)) < tol);
-    CHECK(max_abs_diff(wd.grad(), ref_conv2d_weight_grad(x, gy, w.shape(), spec)) < tol * 100);
-    CHECK(max_abs_diff(bd.grad(), sum(gy, {0, 2, 3})) < tol * 100);
+    // The transposed convolution that restores the input size needs this output_padding.
+    Size2 out_pad;
+    for (int d = 0; d < 2; ++d)
+      out_pad[d] = x.size(2 + d) - ((y.size(2 + d) - 1) * spec.stride[d] - 2 * spec.pad_lo[d] + spec.dilation[d] * 2 + 1);
+    Tensor gx_ref = ref_conv_transpose2d(gy, w, Tensor(), spec.stride, spec.pad_lo, out_pad, spec.groups, spec.dilation);
+    REQUIRE(gx_ref.shape() == x.shape());
+    CHECK(max_diff(xd.grad(), gx_ref) < tol);
+    CHECK(max_diff(wd.grad(), ref_conv2d_weight_grad(x, gy, w.shape(), spec)) < tol * 100);
+    CHECK(max_diff(bd.grad(), sum(gy, {0, 2, 3})) < tol * 100);
   }
 }
 
@@ -232,7 +245,7 @@ TEST_CASE("conv_transpose2d matches a direct f64 transposed convolution", "[conv
     Tensor ref = ref_conv_transpose2d(x, w, b, c.stride, c.pad, c.out_pad, c.groups, c.dil);
     Tensor y = conv_transpose2d(x, w, b, c.stride, c.pad, c.out_pad, c.groups, c.dil);
     REQUIRE(y.shape() == ref.shape());
-    CHECK(max_abs_diff(y, ref) < 1e-12);
+    CHECK(max_diff(y, ref) < 1e-12);
   }
 }
 
@@ -243,7 +256,7 @@ TEST_CASE("conv2d input gradient is conv_transpose2d", "[conv]") {
   y.backward(gy);
   Tensor gx = conv_transpose2d(gy, w, Tensor(), {2, 2}, {1, 1}, {0, 0}, 2);
   REQUIRE(gx.shape() == x.shape());
-  CHECK(max_abs_diff(x.grad(), gx) < 1e-12);
+  CHECK(max_diff(x.grad(), gx) < 1e-12);
 }
 
 TEST_CASE("conv gradient checks (first and second order)", "[conv][grad]") {
@@ -297,14 +310,14 @@ TEST_CASE("conv2d in f16/bf16 matches f32 on the same inputs", "[conv][amp]") {
            bl = cast(b.detach(), dt).requires_grad_();
     Tensor yl = conv2d(xl, wl, bl, {2, 1}, {1, 1}, {1, 1}, 2);
     CHECK(yl.dtype() == dt);
-    const double ymax = max_abs_diff(y, zeros_like(y));
-    CHECK(max_abs_diff(yl, y) <= eps * ymax);  // one rounding of values <= ymax: half an ulp
+    const double ymax = max_diff(y, zeros_like(y));
+    CHECK(max_diff(yl, y) <= eps * ymax);  // one rounding of values <= ymax: half an ulp
     Tensor gy = cast(random_tensor(y.shape(), 23, dt), DType::F32);
     y.backward(gy);
     yl.backward(cast(gy, dt));
     for (auto [lp, ref] : {std::pair{xl, x}, std::pair{wl, w}, std::pair{bl, b}}) {
       REQUIRE(lp.grad().dtype() == dt);
-      CHECK(max_abs_diff(lp.grad(), ref.grad()) <= eps * max_abs_diff(ref.grad(), zeros_like(ref.grad())));
+      CHECK(max_diff(lp.grad(), ref.grad()) <= eps * max_diff(ref.grad(), zeros_like(ref.grad())));
     }
   }
 }

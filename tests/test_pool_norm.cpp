@@ -31,6 +31,12 @@ Tensor random_tensor(const Shape& s, uint64_t seed, double lo = -1, double hi = 
 
 Tensor sq(const Tensor& t) { return mul(t, t); }
 
+// max |a - b| of two tensors of the same shape (a shape mismatch fails the test).
+double max_diff(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.shape() == b.shape());
+  return max_abs_diff(a, b);
+}
+
 struct PoolSpec {
   Size2 k, s, p, d{1, 1};
   bool ceil_mode = false;
@@ -168,7 +174,7 @@ TEST_CASE("max_pool2d values and indices match direct loops", "[pool]") {
       REQUIRE(r.values.shape() == ry.shape());
       CHECK(r.values.dtype() == dt);
       CHECK(r.indices.dtype() == DType::I64);
-      CHECK(max_abs_diff(r.values, cast(cast(ry, dt), DType::F64)) == 0.0);
+      CHECK(max_diff(r.values, cast(cast(ry, dt), DType::F64)) == 0.0);
       CHECK(r.indices.to_vector<int64_t>() == ri.to_vector<int64_t>());
     }
   }
@@ -194,7 +200,7 @@ TEST_CASE("max_pool2d: first maximum wins, NaN propagates, f16/bf16 exact", "[po
     Tensor xl = cast(random_tensor({2, 3, 6, 6}, 2), dt);
     Tensor yl = max_pool2d(xl, {3, 3}, {2, 2}, {1, 1});
     CHECK(yl.dtype() == dt);
-    CHECK(max_abs_diff(yl, max_pool2d(cast(xl, DType::F32), {3, 3}, {2, 2}, {1, 1})) == 0.0);
+    CHECK(max_diff(yl, max_pool2d(cast(xl, DType::F32), {3, 3}, {2, 2}, {1, 1})) == 0.0);
   }
 }
 
@@ -215,23 +221,23 @@ TEST_CASE("avg_pool2d and adaptive_avg_pool2d match direct loops", "[pool]") {
     Tensor ref = ref_avg_pool(x, ps);
     Tensor y = avg_pool2d(x, ps.k, ps.s, ps.p, ps.ceil_mode, ps.count_include_pad);
     REQUIRE(y.shape() == ref.shape());
-    CHECK(max_abs_diff(y, ref) < 1e-15);
-    CHECK(max_abs_diff(avg_pool2d(cast(x, DType::F32), ps.k, ps.s, ps.p, ps.ceil_mode, ps.count_include_pad), ref) <
+    CHECK(max_diff(y, ref) < 1e-15);
+    CHECK(max_diff(avg_pool2d(cast(x, DType::F32), ps.k, ps.s, ps.p, ps.ceil_mode, ps.count_include_pad), ref) <
           4 * traits(DType::F32).eps);
   }
   for (Size2 os : {Size2{1, 1}, Size2{3, 4}, Size2{7, 6}, Size2{2, 5}, Size2{10, 9}}) {
     INFO("adaptive " << os[0] << "x" << os[1]);
     Tensor y = adaptive_avg_pool2d(x, os);
-    CHECK(max_abs_diff(y, ref_adaptive_avg(x, os[0], os[1])) < 1e-15);
+    CHECK(max_diff(y, ref_adaptive_avg(x, os[0], os[1])) < 1e-15);
   }
   // Global average pooling equals mean over H, W.
-  CHECK(max_abs_diff(adaptive_avg_pool2d(x, {1, 1}), mean(x, {2, 3}, true)) < 1e-15);
+  CHECK(max_diff(adaptive_avg_pool2d(x, {1, 1}), mean(x, {2, 3}, true)) < 1e-15);
   // bf16: one rounding of the f32 result.
   Tensor xl = cast(x, DType::BF16);
   Tensor yl = avg_pool2d(xl, {3, 3}, {2, 2}, {1, 1});
   Tensor y32 = avg_pool2d(cast(xl, DType::F32), {3, 3}, {2, 2}, {1, 1});
   CHECK(yl.dtype() == DType::BF16);
-  CHECK(max_abs_diff(yl, y32) <= traits(DType::BF16).eps * max_abs(y32));
+  CHECK(max_diff(yl, y32) <= traits(DType::BF16).eps * max_abs(y32));
 }
 
 TEST_CASE("pooling gradient checks (first and second order)", "[pool][grad]") {
@@ -267,7 +273,7 @@ TEST_CASE("batch_norm training matches f64 reference and updates running stats",
       const uint32_t v0 = rm.version();
       Tensor y = batch_norm(cast(x, dt), rm, rv, cast(from_vector(w), dt), cast(from_vector(b), dt), true, 0.1, 1e-5);
       CHECK(y.dtype() == dt);
-      CHECK(max_abs_diff(y, ref.y) < (dt == DType::F64 ? 1e-12 : 16 * traits(DType::F32).eps));
+      CHECK(max_diff(y, ref.y) < (dt == DType::F64 ? 1e-12 : 16 * traits(DType::F32).eps));
       CHECK(rm.version() > v0);
       std::vector<double> rmv = rm.to_vector<double>(), rvv = rv.to_vector<double>();
       const double tol = dt == DType::F64 ? 1e-13 : 8 * traits(DType::F32).eps;
@@ -279,7 +285,7 @@ TEST_CASE("batch_norm training matches f64 reference and updates running stats",
   }
   // No running stats (track_running_stats=False): batch statistics, nothing to update.
   Tensor x = random_tensor({4, 3, 2, 2}, 15);
-  CHECK(max_abs_diff(batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), true), ref_batch_norm(x, {}, {}, 1e-5).y) < 1e-12);
+  CHECK(max_diff(batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), true), ref_batch_norm(x, {}, {}, 1e-5).y) < 1e-12);
 }
 
 TEST_CASE("batch_norm eval uses running stats", "[norm]") {
@@ -337,9 +343,9 @@ TEST_CASE("batch_norm with low-precision input and f32 parameters", "[norm][amp]
     CHECK(rv.dtype() == DType::F32);
     Tensor y32 = batch_norm(x32, rm32, rv32, w.detach(), b.detach(), true);
     // Statistics in f32 from the same values: only the output rounding differs.
-    CHECK(max_abs_diff(y, y32) <= traits(dt).eps * max_abs(y32));
-    CHECK(max_abs_diff(rm, rm32) < 1e-6);
-    CHECK(max_abs_diff(rv, rv32) < 1e-6);
+    CHECK(max_diff(y, y32) <= traits(dt).eps * max_abs(y32));
+    CHECK(max_diff(rm, rm32) < 1e-6);
+    CHECK(max_diff(rv, rv32) < 1e-6);
     sum(mul(cast(y, DType::F32), y32.detach())).backward();
     CHECK(xl.grad().dtype() == dt);
     CHECK(w.grad().dtype() == DType::F32);
@@ -384,10 +390,10 @@ TEST_CASE("dropout2d drops whole channels", "[dropout]") {
   }
   CHECK(std::abs(dropped - 32) < 20);  // 128 planes, p = 0.25: mean 32, sd 4.9
   sum(y).backward();
-  CHECK(max_abs_diff(x.grad(), y.detach()) == 0.0);  // gradient = the scaled mask
+  CHECK(max_diff(x.grad(), y.detach()) == 0.0);  // gradient = the scaled mask
   // Same seed, same mask; eval and p = 0 return the input.
   Generator gen2(7);
-  CHECK(max_abs_diff(dropout2d(ones({8, 16, 3, 3}), 0.25, true, &gen2), y) == 0.0);
+  CHECK(max_diff(dropout2d(ones({8, 16, 3, 3}), 0.25, true, &gen2), y) == 0.0);
   CHECK(dropout2d(x, 0.5, false).is_same(x));
   CHECK(dropout2d(x, 0.0, true).is_same(x));
   CHECK(max_abs(dropout2d(x, 1.0, true)) == 0.0);

@@ -15,6 +15,11 @@
 #include "ops/cpu/scalar.h"
 #include "ops/kernels.h"
 
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#include <immintrin.h>
+#define MINIDL_CONV_AVX512 1
+#endif
+
 #ifndef MINIDL_CONV_CHUNK_KB
 #define MINIDL_CONV_CHUNK_KB 1024
 #endif
@@ -49,6 +54,52 @@ inline void col_range(int64_t off, int64_t sw, int64_t W, int64_t OW, int64_t& l
   lo = std::min(lo, hi);
 }
 
+#ifdef MINIDL_CONV_AVX512
+// Masked 16-lane row copies for the stride-1 im2col/col2im: one short output row (often 8-32
+// columns) costs a few vector instructions instead of a copy loop, two fills and a scalar tail.
+namespace avx512 {
+// The lanes [a, b) of a 16-lane block (a, b clamped to [0, 16]).
+inline __mmask16 lanes(int64_t a, int64_t b) {
+  a = std::max<int64_t>(a, 0);
+  b = std::min<int64_t>(b, 16);
+  if (a >= b) return 0;
+  const uint32_t upto_b = b == 16 ? 0xFFFFu : ((1u << b) - 1u);
+  const uint32_t below_a = (1u << a) - 1u;
+  return static_cast<__mmask16>(upto_b & ~below_a);
+}
+// 16 values widened to f32; lanes outside m read as 0 and are not accessed.
+template <class T>
+inline __m512 load16(const T* p, __mmask16 m) {
+  if constexpr (std::is_same_v<T, float>) {
+    return _mm512_maskz_loadu_ps(m, p);
+  } else if constexpr (std::is_same_v<T, bfloat16>) {
+    const __m256i h = _mm256_maskz_loadu_epi16(m, p);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  } else {
+    static_assert(std::is_same_v<T, half>);
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+  }
+}
+// r[k] <- row[k + off] for k in [lo, hi), 0 for the other k in [0, n). Reads only inside [lo, hi).
+template <class T>
+inline void gather_row(const T* row, int64_t off, float* r, int64_t n, int64_t lo, int64_t hi) {
+  const auto base = reinterpret_cast<uintptr_t>(row);
+  for (int64_t k = 0; k < n; k += 16) {
+    const T* p = reinterpret_cast<const T*>(base + static_cast<uintptr_t>((off + k) * static_cast<int64_t>(sizeof(T))));
+    _mm512_mask_storeu_ps(r + k, lanes(0, n - k), load16(p, lanes(lo - k, hi - k)));
+  }
+}
+// row[k + off] += r[k] for k in [lo, hi) (0 <= lo).
+inline void scatter_add_row(const float* r, float* row, int64_t off, int64_t lo, int64_t hi) {
+  for (int64_t k = lo / 16 * 16; k < hi; k += 16) {
+    const __mmask16 m = lanes(lo - k, hi - k);
+    float* p = row + (off + k);
+    _mm512_mask_storeu_ps(p, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, p), _mm512_maskz_loadu_ps(m, r + k)));
+  }
+}
+}  // namespace avx512
+#endif
+
 // col [Cg*kH*kW, (oh1-oh0)*OW] <- the taps of the Cg channels at x for output rows [oh0, oh1)
 // (zeros outside the input), widened to C.
 template <class T, class C>
@@ -62,6 +113,19 @@ void im2col(const T* x, C* col, const Conv2dGeometry& g, int64_t Cg, int64_t oh0
         const int64_t off = j * g.dw - g.pw;
         int64_t lo, hi;
         col_range(off, g.sw, g.W, g.OW, lo, hi);
+#ifdef MINIDL_CONV_AVX512
+        if constexpr (std::is_same_v<C, float>) {
+          if (g.sw == 1) {
+            for (int64_t oh = oh0; oh < oh1; ++oh) {
+              const int64_t ih = oh * g.sh - g.ph + i * g.dh;
+              const bool inside = ih >= 0 && ih < g.H;
+              avx512::gather_row(xc + (inside ? ih : 0) * g.W, off, row + (oh - oh0) * g.OW, g.OW, inside ? lo : 0,
+                                 inside ? hi : 0);
+            }
+            continue;
+          }
+        }
+#endif
         for (int64_t oh = oh0; oh < oh1; ++oh) {
           C* r = row + (oh - oh0) * g.OW;
           const int64_t ih = oh * g.sh - g.ph + i * g.dh;
@@ -104,6 +168,14 @@ void col2im(const C* col, C* x, const Conv2dGeometry& g, int64_t Cg, int64_t oh0
           const int64_t ih = oh * g.sh - g.ph + i * g.dh;
           if (ih < 0 || ih >= g.H) continue;
           const C* r = row + (oh - oh0) * g.OW;
+#ifdef MINIDL_CONV_AVX512
+          if constexpr (std::is_same_v<C, float>) {
+            if (g.sw == 1) {
+              avx512::scatter_add_row(r, xc + ih * g.W, off, lo, hi);
+              continue;
+            }
+          }
+#endif
           C* xr = xc + ih * g.W + off;
           if (g.sw == 1) {
             for (int64_t ow = lo; ow < hi; ++ow) xr[ow] += r[ow];

@@ -66,6 +66,30 @@ inline Window avg_window(const Pool2dGeometry& g, int64_t oh, int64_t ow) {
   return w;
 }
 
+// One output row of a 2x2, stride-2 max pool over input rows a and a + W, branch-free so that it
+// vectorizes: columns [0, n). Same tie and NaN rules as the general loop. Returns n.
+template <class C>
+int64_t max_row_2x2(const C* a, int64_t W, int64_t base, int64_t n, C* out, int64_t* ind) {
+  const C* b = a + W;
+  for (int64_t ow = 0; ow < n; ++ow) {
+    const C a0 = a[2 * ow], a1 = a[2 * ow + 1], b0 = b[2 * ow], b1 = b[2 * ow + 1];
+    C m = a0;
+    int64_t k = 0;
+    bool t = a1 > m || a1 != a1;
+    m = t ? a1 : m;
+    k = t ? 1 : k;
+    t = b0 > m || b0 != b0;
+    m = t ? b0 : m;
+    k = t ? W : k;
+    t = b1 > m || b1 != b1;
+    m = t ? b1 : m;
+    k = t ? W + 1 : k;
+    out[ow] = m;
+    ind[ow] = base + 2 * ow + k;
+  }
+  return n;
+}
+
 template <class T>
 void max_pool_forward(const Tensor& y, const Tensor& indices, const Tensor& x, const Pool2dGeometry& g) {
   using C = compute_t<T>;
@@ -90,6 +114,10 @@ void max_pool_forward(const Tensor& y, const Tensor& indices, const Tensor& x, c
     ws[ow] = s;
   }
   const bool unit = g.dh == 1 && g.dw == 1;
+  // 2x2 windows, stride 2, no padding: whole rows go through the branch-free loop; the output
+  // columns whose window is complete are [0, full_w).
+  const bool fast2x2 = unit && g.kH == 2 && g.kW == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0;
+  const int64_t full_w = std::min(g.OW, g.W / 2);
   for_each_plane<C>(g, [&](int64_t p, std::vector<C>& in_buf, std::vector<C>& out_buf) {
     const C* xin = load_plane(xp, p, HW, in_buf);
     C* out;
@@ -102,7 +130,9 @@ void max_pool_forward(const Tensor& y, const Tensor& indices, const Tensor& x, c
     int64_t* ind = ip + p * P;
     for (int64_t oh = 0; oh < g.OH; ++oh) {
       const int64_t h0 = hs[oh], h1 = he[oh];
-      for (int64_t ow = 0; ow < g.OW; ++ow) {
+      int64_t ow = 0;
+      if (fast2x2 && h1 - h0 == 2) ow = max_row_2x2(xin + h0 * g.W, g.W, h0 * g.W, full_w, out + oh * g.OW, ind + oh * g.OW);
+      for (; ow < g.OW; ++ow) {
         const int64_t w0 = ws[ow], w1 = we[ow];
         // The first maximum wins; a NaN wins over everything after it (PyTorch's comparison).
         int64_t best = h0 * g.W + w0;
