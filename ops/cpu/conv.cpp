@@ -5,6 +5,10 @@
 // count runs image by image and lets Eigen parallelize each GEMM instead. A 1x1, stride-1,
 // unpadded convolution skips im2col: the image already is the column matrix. f16/bf16 are widened
 // to f32 while packing (im2col converts as it copies) and narrowed once per output image.
+// Column matrices are built in chunks of output rows of at most ~1 MiB (bounded scratch), and with
+// AVX-512 a stride-1 row is one masked load/store per 16 columns (the short rows of small images
+// cost most in im2col otherwise). The weight gradient sums one partial per thread, so its last bits
+// depend on the thread count (deterministic for a given count).
 #include <omp.h>
 
 #include <Eigen/Core>
@@ -221,7 +225,10 @@ struct Scratch {
 };
 
 // Whether the images of a batch of n run in parallel (one thread per image at a time).
-bool images_in_parallel(int64_t n) { return n > 1 && omp_get_max_threads() > 1 && !omp_in_parallel(); }
+bool images_in_parallel(int64_t n) {
+  const int nt = omp_get_max_threads();
+  return nt > 1 && n >= nt && !omp_in_parallel();
+}
 
 // f(n, slot, scratch) for every image; slot is the thread's index when images_in_parallel(N), else 0.
 template <class C, class F>
