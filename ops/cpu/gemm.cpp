@@ -1,7 +1,7 @@
 // CPU matrix multiply on Eigen's GEMM kernels (packing + register-blocked micro-kernel), threaded
-// by us, not by Eigen: one OpenMP parallel region per product in which each thread runs Eigen's
-// sequential GEMM on its own slab of C (rows or columns), so the only synchronisation is the
-// region's join. Eigen's own OpenMP GEMM busy-waits on shared packed panels inside the product and
+// by us, not by Eigen: a product is cut into one slab of C (rows or columns) per thread, each run
+// by Eigen's sequential GEMM as a chunk of minidl's pool (ops/cpu/loops.h), so threads never wait
+// on each other inside a product. Eigen's own OpenMP GEMM busy-waits on shared packed panels and
 // collapses (10-1000x) as soon as another thread competes for one of the two cores (a data-loader
 // worker, another process); see bench/README.md. Small products run on the calling thread.
 // Operands may be transposed views: any 2-D slice with a unit stride on one dim maps straight onto
@@ -110,27 +110,22 @@ void gemm_native(const Tensor& c, const Tensor& a_in, const Tensor& b_in, double
   auto Cp = [&](int64_t i) { return pc + i * m * n; };
 
   const double flops = 2.0 * m * n * k * batch;
-  const int threads = omp_get_max_threads();
-  if (threads == 1 || omp_in_parallel() || flops < kGemmParallelFlops || batch * m * n == 0) {
+  const int threads = flops < kGemmParallelFlops || batch * m * n == 0 ? 1 : max_threads();
+  if (threads == 1 || in_parallel()) {
     for (int64_t i = 0; i < batch; ++i) gemm_serial(m, n, k, A(i), B(i), Cp(i), n, al, be);
     return;
   }
   if (batch >= 2 * threads || 2.0 * m * n * k < kGemmParallelFlops) {
-    // Many (or small) products: whole products per thread, contiguous runs of the batch.
-#pragma omp parallel
-    {
-      const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-      const int64_t chunk = (batch + nt - 1) / nt;
-      for (int64_t i = t * chunk; i < std::min(batch, (t + 1) * chunk); ++i) gemm_serial(m, n, k, A(i), B(i), Cp(i), n, al, be);
-    }
+    // Many (or small) products: whole products per chunk.
+    parallel_chunks(batch, [&](int64_t i) { gemm_serial(m, n, k, A(i), B(i), Cp(i), n, al, be); });
     return;
   }
-  // One product at a time, each split into per-thread slabs.
-#pragma omp parallel
-  {
-    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-    for (int64_t i = 0; i < batch; ++i) gemm_slab(m, n, k, A(i), B(i), Cp(i), n, al, be, t, nt);
-  }
+  // Each product split into one slab of C per thread; a thread that starts late leaves its slab to
+  // the others.
+  parallel_chunks(batch * threads, [&](int64_t c) {
+    const int64_t i = c / threads;
+    gemm_slab(m, n, k, A(i), B(i), Cp(i), n, al, be, c % threads, threads);
+  });
 }
 
 void gemm(const Tensor& c, const Tensor& a, const Tensor& b, double alpha, double beta) {

@@ -1,19 +1,38 @@
 // Strided iteration for CPU kernels: broadcasting operands are described by element strides (0 on
 // broadcast dims), adjacent dims are coalesced so contiguous tensors become one flat loop, and the
-// flat range is split across OpenMP threads above a grain size. The per-row callback sees raw
-// offsets and inner strides and can take a vectorizable fast path when they are 1 (or 0).
+// flat range is split across threads above a grain size. The per-row callback sees raw offsets and
+// inner strides and can take a vectorizable fast path when they are 1 (or 0).
+// Threads come from minidl's pool (ops/cpu/parallel.cpp), sized by OpenMP's settings
+// (OMP_NUM_THREADS, omp_set_num_threads): unlike an OpenMP region, a loop never waits for a busy
+// or sleeping worker to start; it runs alone instead.
 #pragma once
-#include <omp.h>
+#include <omp.h>  // kept for the kernels that include it through here
 
 #include <algorithm>
 #include <array>
+#include <type_traits>
 
 #include "framework/tensor.h"
 
 namespace minidl::kernels::cpu {
 
-// Below this many elements a loop runs on the calling thread: a parallel region costs more.
+// Below this many elements a loop runs on the calling thread: splitting costs more.
 inline constexpr int64_t kParallelGrain = 32768;
+
+// Threads a loop may use: omp_get_max_threads() of the calling thread.
+int max_threads();
+// True inside a pool task or an OpenMP parallel region; loops then run serially.
+bool in_parallel();
+// Runs call(ctx, c) for every c in [0, chunks) on the calling thread and up to max_threads() - 1
+// pool workers, each chunk exactly once, and returns when all are done. Serial when in_parallel().
+// An exception from a chunk stops unclaimed chunks and is rethrown here.
+void run_chunks(int64_t chunks, void (*call)(void*, int64_t), void* ctx);
+
+template <class F>
+void parallel_chunks(int64_t chunks, F&& f) {
+  using Fn = std::remove_reference_t<F>;
+  run_chunks(chunks, [](void* ctx, int64_t c) { (*static_cast<Fn*>(ctx))(c); }, const_cast<void*>(static_cast<const void*>(&f)));
+}
 
 template <int N>
 struct Loop {
@@ -90,36 +109,32 @@ void for_range(const Loop<N>& loop, int64_t begin, int64_t end, F& f) {
 template <int N, class F>
 void for_each_row(const Loop<N>& loop, F&& f) {
   if (loop.numel == 0) return;
-  if (loop.numel < kParallelGrain || omp_get_max_threads() == 1 || omp_in_parallel()) {
+  const int nt = loop.numel < kParallelGrain ? 1 : max_threads();
+  if (nt == 1 || in_parallel()) {
     for_range(loop, 0, loop.numel, f);
     return;
   }
-#pragma omp parallel
-  {
-    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-    // Chunk boundaries on multiples of 64 elements keep vector loops and cache lines whole.
-    int64_t chunk = (loop.numel + nt - 1) / nt;
-    chunk = (chunk + 63) / 64 * 64;
-    const int64_t b = std::min(loop.numel, t * chunk), e = std::min(loop.numel, b + chunk);
-    if (b < e) for_range(loop, b, e, f);
-  }
+  // A few chunks per thread (so a worker that starts late still takes a share), each at least half
+  // a grain, with boundaries on multiples of 64 elements (whole vector loops and cache lines).
+  const int64_t want = std::clamp<int64_t>(loop.numel / (kParallelGrain / 2), nt, 4 * nt);
+  const int64_t chunk = ((loop.numel + want - 1) / want + 63) / 64 * 64;
+  const int64_t chunks = (loop.numel + chunk - 1) / chunk;
+  parallel_chunks(chunks, [&](int64_t c) { for_range(loop, c * chunk, std::min(loop.numel, (c + 1) * chunk), f); });
 }
 
-// Runs f(begin, end) over [0, n) split across threads when the work is large enough.
+// Runs f(begin, end) over [0, n) split into ranges across threads when the work is large enough.
 template <class F>
 void parallel_for(int64_t n, int64_t cost_per_item, F&& f) {
   if (n <= 0) return;
-  if (n * cost_per_item < kParallelGrain || n == 1 || omp_get_max_threads() == 1 || omp_in_parallel()) {
+  const int nt = n * cost_per_item < kParallelGrain || n == 1 ? 1 : max_threads();
+  if (nt == 1 || in_parallel()) {
     f(int64_t{0}, n);
     return;
   }
-#pragma omp parallel
-  {
-    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-    const int64_t chunk = (n + nt - 1) / nt;
-    const int64_t b = std::min(n, t * chunk), e = std::min(n, b + chunk);
-    if (b < e) f(b, e);
-  }
+  // Up to 4 chunks per thread, each worth at least half a grain.
+  const int64_t want = std::clamp<int64_t>(n * cost_per_item / (kParallelGrain / 2), std::min<int64_t>(n, nt), std::min<int64_t>(n, 4 * nt));
+  const int64_t chunk = (n + want - 1) / want;
+  parallel_chunks((n + chunk - 1) / chunk, [&](int64_t c) { f(c * chunk, std::min(n, (c + 1) * chunk)); });
 }
 
 }  // namespace minidl::kernels::cpu
