@@ -460,6 +460,17 @@ TEST_CASE("cuda: fill and copies across devices, dtypes and layouts", "[cuda]") 
     back.t().copy_(dz);
     check_equal(back.t(), hz, std::string("strided device-to-host copy ") + dtype_name(t));
   }
+  // Uploads of 64 KiB and more go through pinned staging buffers (two, alternating): the source
+  // may be overwritten right after to() returns, and each upload keeps its own data.
+  Tensor big = randn_cpu({1 << 20}, DType::F32, 13);
+  std::vector<Tensor> ups, refs;
+  for (int i = 0; i < 5; ++i) {
+    Tensor src = add(big, static_cast<double>(i));
+    ups.push_back(kCuda.is_cuda() ? src.to(kCuda) : src.clone());
+    refs.push_back(src.clone());
+    src.fill_(-1.0);
+  }
+  for (int i = 0; i < 5; ++i) check_equal(ups[i], refs[i], "staged upload " + std::to_string(i));
   // Special values survive every float conversion.
   Tensor special = from_vector<float>({INFINITY, -INFINITY, NAN, -0.0f, 65504.0f, 1e-8f});
   for (DType t : kFloat64) check_equal(cast(special.to(kCuda), t), cast(special, t), std::string("specials ") + dtype_name(t));

@@ -1,7 +1,10 @@
 // CUDA fill and copy: fill of any dtype and strides; device copies with dtype conversion,
 // broadcasting and any strides; host <-> device copies (a contiguous same-dtype transfer is one
-// cudaMemcpyAsync; anything else is converted/packed on the side that has the kernels for it).
+// cudaMemcpyAsync, uploads of 64 KiB and more through pinned staging buffers; anything else is
+// converted/packed on the side that has the kernels for it).
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 #include "ops/cuda/common.cuh"
 
@@ -141,6 +144,70 @@ Tensor contiguous_on_device(const Tensor& x) {
 namespace {
 const Registry& reg() { return registry(); }
 
+// Host-to-device transfers of at least kStageMin bytes go through pinned staging buffers: the
+// host copies the source into pinned memory (memcpy speed) and queues the DMA on the device's
+// stream without waiting for it, so uploading a data-loader batch overlaps with the kernels still
+// queued from the previous step, and the pageable source may be freed at once. Two buffers per
+// device alternate; a buffer is reused only after the event recorded behind its last DMA.
+constexpr size_t kStageMin = size_t{64} << 10;   // below this the driver's own staging is as good
+constexpr size_t kStageMax = size_t{256} << 20;  // above this, plain pageable copies
+
+class PinnedStaging {
+ public:
+  // False when the size is out of range (the caller copies directly).
+  bool copy(void* dst, const void* src, size_t n, cudaStream_t s) {
+    if (n < kStageMin || n > kStageMax) return false;
+    std::lock_guard<std::mutex> lock(mu_);
+    Slot& slot = slots_[next_];
+    next_ = 1 - next_;
+    if (slot.pending) MINIDL_CUDA_CHECK(cudaEventSynchronize(slot.done));
+    slot.pending = false;
+    if (slot.cap < n) {
+      if (slot.host) MINIDL_CUDA_CHECK(cudaFreeHost(slot.host));
+      slot.host = nullptr;
+      slot.cap = 0;
+      size_t cap = kStageMin;
+      while (cap < n) cap *= 2;
+      MINIDL_CUDA_CHECK(cudaHostAlloc(&slot.host, cap, cudaHostAllocDefault));
+      slot.cap = cap;
+    }
+    if (!slot.done) MINIDL_CUDA_CHECK(cudaEventCreateWithFlags(&slot.done, cudaEventDisableTiming));
+    std::memcpy(slot.host, src, n);
+    MINIDL_CUDA_CHECK(cudaMemcpyAsync(dst, slot.host, n, cudaMemcpyHostToDevice, s));
+    MINIDL_CUDA_CHECK(cudaEventRecord(slot.done, s));
+    slot.pending = true;
+    return true;
+  }
+
+ private:
+  struct Slot {
+    void* host = nullptr;
+    size_t cap = 0;
+    cudaEvent_t done = nullptr;
+    bool pending = false;
+  };
+  std::mutex mu_;
+  Slot slots_[2];
+  int next_ = 0;
+};
+
+// One per device, never destroyed (static destruction may run after the CUDA context is gone).
+PinnedStaging& staging(int device) {
+  static std::mutex mu;
+  static std::vector<PinnedStaging*> all;
+  std::lock_guard<std::mutex> lock(mu);
+  if (all.size() <= static_cast<size_t>(device)) all.resize(static_cast<size_t>(device) + 1, nullptr);
+  if (!all[static_cast<size_t>(device)]) all[static_cast<size_t>(device)] = new PinnedStaging();
+  return *all[static_cast<size_t>(device)];
+}
+
+void upload(void* dst, const void* src, size_t n, int device, cudaStream_t s) {
+  if (staging(device).copy(dst, src, n, s)) return;
+  // From pageable memory, cudaMemcpyAsync returns once the driver has staged the source, so the
+  // source may be freed when this returns.
+  MINIDL_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, s));
+}
+
 // dst (CUDA) <- src (CPU): the host side converts/packs src into dst's dtype and shape (the CPU
 // copy kernel), one transfer moves it, and a device copy scatters it when dst is strided.
 void copy_host_to_device(const Tensor& dst, const Tensor& src) {
@@ -150,16 +217,16 @@ void copy_host_to_device(const Tensor& dst, const Tensor& src) {
     reg().copy.get(Device::cpu(), dst.dtype())(h, src);
   }
   minidl::cuda::DeviceGuard guard(dst);
+  const int dev = dst.device().index;
   cudaStream_t s = stream_of(dst);
   if (dst.is_contiguous()) {
-    MINIDL_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), h.raw_data(), dst.nbytes(), cudaMemcpyHostToDevice, s));
+    upload(dst.raw_data(), h.raw_data(), dst.nbytes(), dev, s);
   } else {
     Tensor d = scratch(dst.shape(), dst.dtype(), dst);
-    MINIDL_CUDA_CHECK(cudaMemcpyAsync(d.raw_data(), h.raw_data(), d.nbytes(), cudaMemcpyHostToDevice, s));
+    upload(d.raw_data(), h.raw_data(), d.nbytes(), dev, s);
     copy_on_device(dst, d);
   }
-  // No wait: from pageable memory, cudaMemcpyAsync returns once the driver has staged the source,
-  // so the host temporary h may die with this scope.
+  // No wait: the source has been copied (staging) by the time upload returns; h may die now.
 }
 
 // dst (CPU) <- src (CUDA): the device packs src into dst's dtype and shape, one transfer brings it

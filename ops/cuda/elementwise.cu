@@ -4,9 +4,8 @@
 // inside the kernel (uniform across the grid, so it costs a branch, not divergence), which keeps
 // one instantiation per dtype and layout instead of one per op.
 //
-// Layouts: when every operand is contiguous with out's shape (or a 0-dim scalar), a flat kernel in
-// which each thread handles kVec consecutive elements (vector loads where aligned); otherwise a
-// strided kernel over coalesced dims.
+// Layouts: when every operand is contiguous with out's shape (or b is a scalar), a flat kernel with
+// kVec coalesced loads in flight per thread; otherwise a strided kernel over coalesced dims.
 #include <cmath>
 
 #include "ops/cuda/common.cuh"
@@ -89,26 +88,29 @@ __device__ __forceinline__ Out binary_one(BinaryOp op, compute_t<T> x, compute_t
   else return convert<T>(binary_apply(op, x, y, al, sc));
 }
 
-// Flat path: out, a dense; b dense or a scalar (b_scalar: read nothing, use sc). Each thread does
-// kVec consecutive elements per iteration.
+// Flat path: out, a dense; b dense or a scalar (b_scalar: read nothing, use sc). A block takes
+// tiles of kThreads * kVec elements; thread t handles t, t + kThreads, ... of its tile, so every
+// load instruction of a warp reads one contiguous run, and kVec independent loads are in flight.
 constexpr int kVec = 4;
 
 template <class T, class Out>
 __global__ void binary_flat_kernel(Out* out, const T* a, const T* b, bool b_scalar, int64_t n, BinaryOp op,
                                    compute_t<T> al, compute_t<T> sc) {
   using C = compute_t<T>;
-  const int64_t stride = int64_t{blockDim.x} * gridDim.x * kVec;
-  for (int64_t base = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) * kVec; base < n; base += stride) {
+  constexpr int64_t kTile = int64_t{kThreads} * kVec;
+  for (int64_t start = blockIdx.x * kTile; start < n; start += int64_t{gridDim.x} * kTile) {
     C xa[kVec], xb[kVec];
 #pragma unroll
     for (int v = 0; v < kVec; ++v) {
-      const int64_t i = base + v;
+      const int64_t i = start + threadIdx.x + v * kThreads;
       xa[v] = i < n ? load(a[i]) : C(0);
       xb[v] = b_scalar ? sc : (i < n ? load(b[i]) : C(0));
     }
 #pragma unroll
-    for (int v = 0; v < kVec; ++v)
-      if (base + v < n) out[base + v] = binary_one<T, Out>(op, xa[v], xb[v], al, sc);
+    for (int v = 0; v < kVec; ++v) {
+      const int64_t i = start + threadIdx.x + v * kThreads;
+      if (i < n) out[i] = binary_one<T, Out>(op, xa[v], xb[v], al, sc);
+    }
   }
 }
 
