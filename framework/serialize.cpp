@@ -278,7 +278,8 @@ File build(const Parsed& parsed, Device device, const std::function<void(uint64_
 std::string serialize(const TensorDict& tensors, const Metadata& metadata) {
   Prepared p = prepare(tensors, metadata);
   std::string out = std::move(p.header);
-  for (const auto& [name, t] : p.data) out.append(static_cast<const char*>(t.raw_data()), t.nbytes());
+  for (const auto& [name, t] : p.data)
+    if (t.nbytes()) out.append(static_cast<const char*>(t.raw_data()), t.nbytes());
   return out;
 }
 
@@ -365,7 +366,7 @@ StateDict Checkpoint::state_dict(const std::string& prefix) const {
 
 void Checkpoint::put_u64(const std::string& name, const std::vector<uint64_t>& values) {
   std::vector<int64_t> bits(values.size());
-  std::memcpy(bits.data(), values.data(), values.size() * sizeof(uint64_t));
+  if (!values.empty()) std::memcpy(bits.data(), values.data(), values.size() * sizeof(uint64_t));
   tensors.insert(name, from_vector(bits));
 }
 
@@ -375,7 +376,7 @@ std::vector<uint64_t> Checkpoint::get_u64(const std::string& name) const {
                "' is not a 1-D i64 tensor (got ", t.meta_str(), ")");
   std::vector<int64_t> bits = t.to_vector<int64_t>();
   std::vector<uint64_t> out(bits.size());
-  std::memcpy(out.data(), bits.data(), bits.size() * sizeof(uint64_t));
+  if (!bits.empty()) std::memcpy(out.data(), bits.data(), bits.size() * sizeof(uint64_t));
   return out;
 }
 

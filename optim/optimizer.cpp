@@ -19,6 +19,21 @@ ParamGroup& ParamGroup::operator=(const ParamGroup& o) {
   return *this;
 }
 
+namespace {
+// A parameter index written as text ("12"), or an error naming the state dict entry.
+size_t parse_index(const std::string& text, const std::string& op, const std::string& what) {
+  size_t pos = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(text, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  MINIDL_CHECK(pos == text.size() && !text.empty() && text[0] != '-', op, "malformed parameter index '", text, "' in ", what);
+  return static_cast<size_t>(v);
+}
+}  // namespace
+
 Optimizer::Optimizer(std::string name, std::vector<ParamGroup> groups, std::unique_ptr<OptimizerOptions> defaults)
     : name_(std::move(name)), defaults_(std::move(defaults)) {
   for (auto& g : groups) add_param_group(std::move(g));
@@ -127,7 +142,7 @@ void Optimizer::load_state_dict(const StateDict& sd) {
   const Json* states = sd.meta.find("state");
   if (states && states->is_object()) {
     for (const auto& [key, sj] : states->members()) {
-      const size_t id = static_cast<size_t>(std::stoll(key));
+      const size_t id = parse_index(key, op, "\"state\"");
       MINIDL_CHECK(id < params.size() && params[id].defined(), op, "state for unknown parameter index ", key);
       ParamState ps;
       ps.step = sj.get("step", int64_t{0});
@@ -140,7 +155,7 @@ void Optimizer::load_state_dict(const StateDict& sd) {
     MINIDL_CHECK(tname.rfind("state.", 0) == 0, op, "unexpected tensor '", tname, "' in the state dict");
     const size_t dot = tname.find('.', 6);
     MINIDL_CHECK(dot != std::string::npos, op, "malformed state tensor name '", tname, "'");
-    const size_t id = static_cast<size_t>(std::stoll(tname.substr(6, dot - 6)));
+    const size_t id = parse_index(tname.substr(6, dot - 6), op, "tensor '" + tname + "'");
     MINIDL_CHECK(id < params.size() && params[id].defined(), op, "state tensor '", tname, "' names an unknown parameter");
     const Tensor& p = params[id];
     MINIDL_CHECK(t.shape() == p.shape(), op, "state tensor '", tname, "' has shape ", shape_str(t.shape()),

@@ -379,6 +379,12 @@ TEST_CASE("optimizer state dict contents and load errors", "[optim][state]") {
   Tensor a3 = from_vector<float>({1, 2, 3}).requires_grad_();
   Adam wrong({ParamGroup({a3}), ParamGroup({b})}, AdamOptions(0.1));
   CHECK_THROWS_WITH(wrong.load_state_dict(sd), Catch::Contains("state tensor 'state.0.exp_avg' has shape [2]"));
+  StateDict malformed = sd;
+  malformed.tensors.insert("state.x.exp_avg", ones({2}));
+  CHECK_THROWS_WITH(opt.load_state_dict(malformed), Catch::Contains("malformed parameter index 'x'"));
+  StateDict unknown = sd;
+  unknown.tensors.insert("state.9.exp_avg", ones({2}));
+  CHECK_THROWS_WITH(opt.load_state_dict(unknown), Catch::Contains("names an unknown parameter"));
   // State follows the parameter's dtype.
   Tensor a64 = from_vector<double>({1, 2}).requires_grad_(), b64 = from_vector<double>({3.0}).requires_grad_();
   Adam d({ParamGroup({a64}), ParamGroup({b64})}, AdamOptions(0.1));
