@@ -28,6 +28,7 @@
 #include "eigen_blas.h"
 #include "framework/half.h"
 #include "minidl.h"
+#include "ops/cpu/loops.h"
 #include "ops/kernels.h"
 
 extern "C" int openblas_get_num_threads(void);
@@ -137,20 +138,21 @@ const GemmShape kFc1DwAlt{"fc1 dW'  g^T[256x128] x", "fc1_dw_gtx", 256, 128, 784
 
 // ---------------------------------------------------------------- element-wise
 
-// A 2-thread memcpy of bytes/2, so that it moves `bytes` (read + written) like the op it stands by.
+// A multi-threaded memcpy of bytes/2, so that it moves `bytes` (read + written) like the op it stands by.
 void bm_memcpy(benchmark::State& state, int64_t bytes_moved) {
   const size_t half = static_cast<size_t>(bytes_moved / 2);
   std::unique_ptr<char[]> src(new char[half]), dst(new char[half]);
   std::memset(src.get(), 1, half);
   std::memset(dst.get(), 0, half);
+  // Split like minidl's element-wise kernels (the same pool and chunking), so that the ratio
+  // compares memory work, not threading.
+  const int nt = K::cpu::max_threads();
+  const size_t chunks = static_cast<size_t>(4 * nt), chunk = (half / chunks + 63) / 64 * 64;
   timed_loop(state, "GB/s", bytes_moved * 1e-9, [&] {
-#pragma omp parallel
-    {
-      const size_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-      const size_t chunk = (half / nt + 63) / 64 * 64;
-      const size_t b = std::min(half, t * chunk), e = std::min(half, b + chunk);
+    K::cpu::parallel_chunks(static_cast<int64_t>(chunks), [&](int64_t c) {
+      const size_t b = std::min(half, c * chunk), e = c + 1 == static_cast<int64_t>(chunks) ? half : std::min(half, b + chunk);
       std::memcpy(dst.get() + b, src.get() + b, e - b);
-    }
+    });
     benchmark::DoNotOptimize(dst.get());
   });
 }

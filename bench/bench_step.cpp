@@ -124,9 +124,10 @@ int main(int argc, char** argv) {
       {"bf16 autocast, DataLoader 2 workers", true, true},
   };
   auto env = [](const char* v) { return std::getenv(v) ? std::getenv(v) : "(unset)"; };
-  std::printf("minidl-bench-step: MLP 784-256-256-10, batch %lld, SGD momentum; OMP threads %d, OMP_WAIT_POLICY=%s, "
-              "GOMP_SPINCOUNT=%s; %d reps x %d steps, interleaved\n",
-              (long long)kBatch, omp_get_max_threads(), env("OMP_WAIT_POLICY"), env("GOMP_SPINCOUNT"), reps, steps);
+  std::printf("minidl-bench-step: MLP 784-256-256-10, batch %lld, SGD momentum; OMP threads %d; MINIDL_SPIN_US=%s "
+              "OMP_DYNAMIC=%s OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s; %d reps x %d steps, interleaved\n",
+              (long long)kBatch, omp_get_max_threads(), env("MINIDL_SPIN_US"), env("OMP_DYNAMIC"), env("OMP_WAIT_POLICY"),
+              env("GOMP_SPINCOUNT"), reps, steps);
   Runner runner;
   for (const Config& c : configs) runner.run(c, 30);  // warm-up: allocator, caches, first-touch
   std::vector<std::vector<double>> secs(std::size(configs));
