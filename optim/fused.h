@@ -2,8 +2,9 @@
 // parameter as compute-type arrays: the gradient (read-only) and up to four arrays it updates in
 // place (the parameter and its state buffers; null where unused). f32/f64 data is handed over
 // directly; f16/bf16 data is converted block by block to f32 and stored back, so low-precision
-// parameters are computed in f32 and rounded once per step. Large parameters are split across the
-// OpenMP pool; results never depend on the thread count (every element is independent).
+// parameters are computed in f32 and rounded once per step. Large parameters are split across
+// minidl's CPU thread pool (ops/cpu/loops.h); results never depend on the thread count (every
+// element is independent).
 #pragma once
 #include <algorithm>
 #include <array>
@@ -12,6 +13,7 @@
 
 #include "framework/half.h"
 #include "framework/tensor.h"
+#include "ops/cpu/loops.h"
 
 namespace minidl::optim::detail {
 
@@ -32,8 +34,7 @@ void fused_update(int64_t n, const T* grad, std::array<T*, 4> arrays, Kernel&& k
   using C = compute_t<T>;
   constexpr int64_t kChunk = int64_t{1} << 14;
   const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (n >= (int64_t{1} << 17))
-  for (int64_t c = 0; c < chunks; ++c) {
+  auto run_chunk = [&](int64_t c) {
     const int64_t start = c * kChunk, len = std::min(kChunk, n - start);
     if constexpr (std::is_same_v<T, C>) {
       std::array<C*, 4> a{};
@@ -57,6 +58,11 @@ void fused_update(int64_t n, const T* grad, std::array<T*, 4> arrays, Kernel&& k
           if (arrays[k]) store_block(buf[k], arrays[k] + start + b, m);
       }
     }
+  };
+  if (n < (int64_t{1} << 17)) {
+    for (int64_t c = 0; c < chunks; ++c) run_chunk(c);
+  } else {
+    kernels::cpu::parallel_chunks(chunks, run_chunk);  // minidl's one thread pool
   }
 }
 
