@@ -36,9 +36,8 @@ Prepared prepare(BinaryOp op, const Tensor& a_in, const Tensor& b_in, double alp
   check_defined(b_in, name, "other");
   check_same_device(name, a_in, b_in);
   DType t = result_type(a_in, b_in);
-  if (op == BinaryOp::Div || op == BinaryOp::Pow) {
-    if (!is_floating(t)) t = DType::F32;  // true division, as torch.div
-  }
+  // True division, as torch.div; pow of integers stays integer, as torch.pow.
+  if (op == BinaryOp::Div && !is_floating(t)) t = DType::F32;
   MINIDL_CHECK(t != DType::Bool, name, "arithmetic on two bool tensors is not supported (got ", a_in.meta_str(),
                " and ", b_in.meta_str(), "); cast one to an integer or floating dtype first");
   const Shape shape = broadcast_shapes(a_in.shape(), b_in.shape(), name);
@@ -53,7 +52,9 @@ Tensor run_scalar(BinaryOp op, const Tensor& a_in, double s, double alpha = 1.0,
   if (!name) name = op_name(op);
   check_defined(a_in, name, "self");
   DType t = result_type(a_in, s);
-  if ((op == BinaryOp::Div || op == BinaryOp::Pow) && !is_floating(t)) t = DType::F32;
+  if (op == BinaryOp::Div && !is_floating(t)) t = DType::F32;
+  MINIDL_CHECK(!(op == BinaryOp::Pow && !is_floating(t) && s < 0), name,
+               "integers to negative integer powers are not allowed (", a_in.meta_str(), " ** ", s, ")");
   auto kernel = K().binary.get(a_in.device(), t, name);
   Tensor a = cast(a_in, t);
   Tensor out = new_empty(a.shape(), t, a.device());

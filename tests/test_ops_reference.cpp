@@ -650,6 +650,16 @@ TEST_CASE("integer dtypes: exact i64 arithmetic, comparisons, sums, true divisio
   CHECK(q.dtype() == DType::F32);
   CHECK(q.to_vector<float>() == std::vector<float>{3.5f, -3.5f, 1.0f / 3.0f});
   CHECK(div(from_vector<int32_t>({1}), 4.0).to_vector<float>() == std::vector<float>{0.25f});
+  // pow of integers stays integer (by squaring, exact); a float exponent gives f32.
+  Tensor pw = pow(from_vector<int64_t>({2, 3, -2, 7, 1, -1, 5}), from_vector<int64_t>({10, 0, 3, 22, -4, -3, -1}));
+  CHECK(pw.dtype() == DType::I64);
+  CHECK(pw.to_vector<int64_t>() == std::vector<int64_t>{1024, 1, -8, 3909821048582988049LL, 1, -1, 0});
+  CHECK(pow(from_vector<int32_t>({3, -4}), 2.0).to_vector<int32_t>() == std::vector<int32_t>{9, 16});
+  CHECK(pow(from_vector<uint8_t>({3}), 5.0).to_vector<uint8_t>() == std::vector<uint8_t>{243});
+  CHECK(pow(from_vector<int64_t>({4}), 0.5).dtype() == DType::F32);
+  CHECK(pow(from_vector<int64_t>({4}), 0.5).item() == 2.0);
+  CHECK(pow(from_vector<int64_t>({2}), from_vector<float>({0.5f})).dtype() == DType::F32);
+  CHECK_THROWS_WITH(pow(from_vector<int64_t>({2}), -1.0), Catch::Contains("pow") && Catch::Contains("negative integer powers"));
   // Unary math on integers computes in f32.
   CHECK(exp(from_vector<int64_t>({0, 1})).dtype() == DType::F32);
   CHECK(sqrt(from_vector<int32_t>({4, 9})).to_vector<float>() == std::vector<float>{2, 3});
