@@ -166,7 +166,7 @@ TEST_CASE("nothing is cached in inference mode", "[amp]") {
   CHECK(amp::cast_cache_stats().entries == 0);
 }
 
-TEST_CASE("nodes record the precision they ran in; backward runs with autocast off", "[amp]") {
+TEST_CASE("nodes record the precision they ran in, backward runs with autocast off", "[amp]") {
   Tensor w = param({4, 3}), b = param({4});
   Tensor x = ones({2, 3});
   Tensor y;

@@ -24,7 +24,7 @@ TEST_CASE("a leaf used twice receives the sum of both paths", "[autograd]") {
   CHECK(x.grad().item() == 9.0);
 }
 
-TEST_CASE("backward twice without retain_graph is an error; with it, gradients add", "[autograd]") {
+TEST_CASE("backward twice without retain_graph is an error, with it, gradients add", "[autograd]") {
   Tensor x = from_vector<double>({3.0}).requires_grad_();
   Tensor y = mul(x, x).sum();
   y.backward(Tensor(), true);

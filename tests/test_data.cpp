@@ -331,7 +331,7 @@ std::vector<int64_t> flatten(const std::vector<std::vector<int64_t>>& b) {
 
 }  // namespace
 
-TEST_CASE("DataLoader batches in order without shuffle; size and drop_last", "[data][loader]") {
+TEST_CASE("DataLoader batches in order without shuffle, size and drop_last", "[data][loader]") {
   TensorDataset ds = counting_dataset(10);
   DataLoader plain(ds, LoaderOptions().batch_size(3));
   CHECK(plain.size() == 4);

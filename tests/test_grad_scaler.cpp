@@ -54,7 +54,7 @@ TEST_CASE("scale multiplies in f32: a low-precision 0-dim loss gives an f32 resu
   CHECK(scaler.scale(ones({3}, DType::F16)).dtype() == DType::F16);  // dimensioned tensors keep theirs
 }
 
-TEST_CASE("unscale_ then clipping sees true gradients; step does not unscale twice", "[amp][scaler]") {
+TEST_CASE("unscale_ then clipping sees true gradients, step does not unscale twice", "[amp][scaler]") {
   Tensor w = param({3.0f, 4.0f}, "w");
   TinySGD opt{{w}};
   amp::GradScaler scaler(amp::GradScalerOptions().init_scale_(8.0));
@@ -66,7 +66,7 @@ TEST_CASE("unscale_ then clipping sees true gradients; step does not unscale twi
   scaler.update();
 }
 
-TEST_CASE("inf or NaN gradients skip the step and back off; growth after growth_interval", "[amp][scaler]") {
+TEST_CASE("inf or NaN gradients skip the step and back off, growth after growth_interval", "[amp][scaler]") {
   Tensor w = param({1.0f}, "w");
   TinySGD opt{{w}};
   amp::GradScaler scaler(amp::GradScalerOptions().init_scale_(4.0).growth_interval_(2));
@@ -168,7 +168,7 @@ TEST_CASE("the constructor validates every argument", "[amp][scaler]") {
   CHECK_THROWS_WITH(amp::GradScaler(amp::GradScalerOptions().init_scale_(4).min_scale_(8)), Catch::Contains("min_scale"));
 }
 
-TEST_CASE("update(new_scale) sets the scale and keeps the tracker; min/max scale bound it", "[amp][scaler]") {
+TEST_CASE("update(new_scale) sets the scale and keeps the tracker, min/max scale bound it", "[amp][scaler]") {
   Tensor w = param({1.0f}, "w");
   TinySGD opt{{w}};
   amp::GradScaler scaler(amp::GradScalerOptions().init_scale_(8.0).min_scale_(4.0).max_scale_(16.0).growth_interval_(1));

@@ -300,7 +300,7 @@ TEST_CASE("dropout: identity when off, exact inverted scaling when on", "[random
   CHECK(dropout(x.detach(), 0.2, true, &g2).to_vector<float>() == v);
 }
 
-TEST_CASE("dropout with p = 1 zeroes values and gradients; bad p is an error", "[random][dropout]") {
+TEST_CASE("dropout with p = 1 zeroes values and gradients, bad p is an error", "[random][dropout]") {
   Tensor x = from_vector<float>({1, -2, 3}).requires_grad_();
   Tensor y = dropout(x, 1.0, true);
   CHECK(y.to_vector<float>() == std::vector<float>{0, -0.0f, 0});

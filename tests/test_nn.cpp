@@ -105,7 +105,7 @@ TEST_CASE("registration rejects bad and duplicate names and non-leaf parameters"
   CHECK(m.register_parameter("t", t).is_same(t));
 }
 
-TEST_CASE("a parameter shared by two modules is listed once; the state dict names both", "[nn][module]") {
+TEST_CASE("a parameter shared by two modules is listed once, the state dict names both", "[nn][module]") {
   struct Holder : nn::Module {};
   auto shared = std::make_shared<nn::Linear>(3, 3);
   auto h = std::make_shared<Holder>();
@@ -188,7 +188,7 @@ TEST_CASE("load_state_dict converts dtypes into the module's tensors", "[nn][sta
   CHECK(a->weight.to_vector<float>() == std::vector<float>{1, 2, 3, 4});
 }
 
-TEST_CASE("train/eval recurse; apply visits children before parents", "[nn][module]") {
+TEST_CASE("train/eval recurse, apply visits children before parents", "[nn][module]") {
   auto net = std::make_shared<Net>();
   CHECK(net->is_training());
   net->eval();

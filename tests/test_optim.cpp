@@ -247,7 +247,7 @@ TEST_CASE("a large parameter (split across threads) updates like a small one", "
   }
 }
 
-TEST_CASE("param groups carry their own options; zero_grad clears all", "[optim]") {
+TEST_CASE("param groups carry their own options, zero_grad clears all", "[optim]") {
   Tensor a = from_vector<float>({1.0f}).requires_grad_(), b = from_vector<float>({1.0f}).requires_grad_();
   SGD opt({ParamGroup({a}), ParamGroup({b}, SGDOptions(0.5))}, SGDOptions(0.1));
   REQUIRE(opt.param_groups().size() == 2);
