@@ -1,20 +1,19 @@
-// CPU 2-D convolution: im2col + GEMM (Eigen), for the forward, the input gradient (GEMM + col2im,
-// i.e. a transposed convolution) and the weight gradient (GEMM against im2col, summed over the
-// batch). Images run in parallel on the OpenMP pool, one single-threaded GEMM per image and group
-// (Eigen does not nest its own threads inside a parallel region); a batch smaller than the thread
-// count runs image by image and lets Eigen parallelize each GEMM instead. A 1x1, stride-1,
-// unpadded convolution skips im2col: the image already is the column matrix. f16/bf16 are widened
-// to f32 while packing (im2col converts as it copies) and narrowed once per output image.
+// CPU 2-D convolution: im2col + GEMM, for the forward, the input gradient (GEMM + col2im, i.e. a
+// transposed convolution) and the weight gradient (GEMM against im2col, summed over the batch).
+// Images run in parallel on minidl's pool, one serial GEMM per image and group (ops/cpu/gemm.h:
+// Eigen's kernels, never Eigen's own OpenMP threads); a batch smaller than the thread count runs
+// image by image and each GEMM is split across the pool instead. A 1x1, stride-1, unpadded
+// convolution skips im2col: the image already is the column matrix. f16/bf16 are widened to f32
+// while packing (im2col converts as it copies) and narrowed once per output image.
 // Column matrices are built in chunks of output rows of at most ~1 MiB (bounded scratch), and with
 // AVX-512 a stride-1 row is one masked load/store per 16 columns (the short rows of small images
 // cost most in im2col otherwise). The weight gradient sums one partial per thread, so its last bits
 // depend on the thread count (deterministic for a given count).
-#include <omp.h>
-
-#include <Eigen/Core>
 #include <algorithm>
+#include <numeric>
 #include <vector>
 
+#include "ops/cpu/gemm.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/scalar.h"
 #include "ops/kernels.h"
@@ -31,12 +30,6 @@
 namespace minidl::kernels::cpu {
 
 namespace {
-template <class T>
-using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <class T>
-using CMap = Eigen::Map<const RowMat<T>>;
-template <class T>
-using MMap = Eigen::Map<RowMat<T>>;
 
 // Per-group sizes: K rows of the column matrix (Cg * kH * kW), P output pixels per image.
 struct Dims {
@@ -201,11 +194,6 @@ int64_t chunk_rows(const Conv2dGeometry& g, int64_t K, size_t elem, bool direct)
   return std::clamp<int64_t>(kColBytes / row_bytes, 1, std::max<int64_t>(g.OH, 1));
 }
 
-template <class T>
-using StridedMap = Eigen::Map<RowMat<T>, 0, Eigen::OuterStride<>>;
-template <class T>
-using CStridedMap = Eigen::Map<const RowMat<T>, 0, Eigen::OuterStride<>>;
-
 // A tensor's elements in the compute type: its own buffer for f32/f64, else a widened copy in buf.
 template <class T>
 const compute_t<T>* as_compute(const Tensor& t, std::vector<compute_t<T>>& buf) {
@@ -224,28 +212,29 @@ struct Scratch {
   std::vector<C> a, b;
 };
 
-// Whether the images of a batch of n run in parallel (one thread per image at a time).
-bool images_in_parallel(int64_t n) {
-  const int nt = omp_get_max_threads();
-  return nt > 1 && n >= nt && !omp_in_parallel();
+// How many slots (threads, each with its own scratch and partial sums) a batch of n images uses:
+// one per thread when every thread gets an image, else 1 (the GEMMs are split across threads then).
+int image_slots(int64_t n) {
+  const int nt = max_threads();
+  return nt > 1 && n >= nt && !in_parallel() ? nt : 1;
 }
 
-// f(n, slot, scratch) for every image; slot is the thread's index when images_in_parallel(N), else 0.
+// f(n, slot, scratch) for every image, the images cut into image_slots(N) contiguous runs, each run
+// a pool chunk with slot = its index.
 template <class C, class F>
 void for_each_image(int64_t N, F&& f) {
-  if (images_in_parallel(N)) {
-#pragma omp parallel
-    {
-      Scratch<C> s;
-      const int slot = omp_get_thread_num();
-#pragma omp for schedule(static)
-      for (int64_t n = 0; n < N; ++n) f(n, slot, s);
-    }
-  } else {
+  const int slots = image_slots(N);
+  parallel_chunks(slots, [&](int64_t slot) {
     Scratch<C> s;
-    for (int64_t n = 0; n < N; ++n) f(n, 0, s);
-  }
+    for (int64_t n = N * slot / slots; n < N * (slot + 1) / slots; ++n) f(n, static_cast<int>(slot), s);
+  });
 }
+
+// Row-major matrices and their transposes, for gemm_raw.
+template <class T>
+MatrixRef<T> rows_of(const T* p, int64_t ld) { return {p, true, ld}; }
+template <class T>
+MatrixRef<T> transposed(const T* p, int64_t ld) { return {p, false, ld}; }
 
 template <class T>
 void conv2d_forward(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dGeometry& g) {
@@ -282,16 +271,10 @@ void conv2d_forward(const Tensor& y, const Tensor& x, const Tensor& w, const Ten
           else im2col(xg, s.a.data(), g, d.Cg, oh0, oh1);
           colp = s.a.data();
         }
-        StridedMap<C> Y(out + oh0 * g.OW, d.Og, Pc, Eigen::OuterStride<>(d.P));
+        C* y = out + oh0 * g.OW;  // [Og, Pc] with row stride P
         if (bp)
-          for (int64_t o = 0; o < d.Og; ++o) Y.row(o).setConstant(bp[grp * d.Og + o]);
-        if (d.K == 0) {
-          if (!bp) Y.setZero();
-        } else {
-          CMap<C> Wm(wp + grp * d.Og * d.K, d.Og, d.K), X(colp, d.K, Pc);
-          if (bp) Y.noalias() += Wm * X;
-          else Y.noalias() = Wm * X;
-        }
+          for (int64_t o = 0; o < d.Og; ++o) std::fill_n(y + o * d.P, Pc, bp[grp * d.Og + o]);
+        gemm_raw<C>(d.Og, Pc, d.K, rows_of(wp + grp * d.Og * d.K, d.K), rows_of(colp, Pc), y, d.P, C(1), bp ? C(1) : C(0));
       }
       if constexpr (widen) store_block(out, yg, d.Og * d.P);
     }
@@ -334,19 +317,15 @@ void conv2d_input_grad(const Tensor& gx, const Tensor& gy, const Tensor& w, cons
         gyc = gyg;
       }
       C* dg = dst + grp * d.Cg * d.HW;
-      CMap<C> Wm(wp + grp * d.Og * d.K, d.Og, d.K);
+      const MatrixRef<C> wt = transposed(wp + grp * d.Og * d.K, d.K);  // [K, Og]
       if (direct) {
-        MMap<C> DX(dg, d.K, d.P);
-        if (d.Og == 0) DX.setZero();
-        else DX.noalias() = Wm.transpose() * CMap<C>(gyc, d.Og, d.P);
+        gemm_raw<C>(d.K, d.P, d.Og, wt, rows_of(gyc, d.P), dg, d.P, C(1), C(0));
         continue;
       }
       if (d.Og == 0) continue;
       for (int64_t oh0 = 0; oh0 < g.OH; oh0 += rows) {
         const int64_t oh1 = std::min(g.OH, oh0 + rows), Pc = (oh1 - oh0) * g.OW;
-        CStridedMap<C> GY(gyc + oh0 * g.OW, d.Og, Pc, Eigen::OuterStride<>(d.P));
-        MMap<C> GC(gcol, d.K, Pc);
-        GC.noalias() = Wm.transpose() * GY;
+        gemm_raw<C>(d.K, Pc, d.Og, wt, rows_of(gyc + oh0 * g.OW, d.P), gcol, Pc, C(1), C(0));
         col2im(gcol, dg, g, d.Cg, oh0, oh1);
       }
     }
@@ -366,7 +345,7 @@ void conv2d_weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, con
   const Dims d(g);
   const int64_t wn = g.O * d.K;
   const int64_t acc_n = wn + (gb.defined() ? g.O : 0);
-  const int slots = images_in_parallel(g.N) ? omp_get_max_threads() : 1;
+  const int slots = image_slots(g.N);
   std::vector<C> acc(static_cast<size_t>(slots) * acc_n, C(0));
   const T* xp = x.data_ptr<T>();
   const T* gyp = gy.data_ptr<T>();
@@ -387,9 +366,11 @@ void conv2d_weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, con
         gyc = s.b.data();
       }
       if (gb_acc)
-        for (int64_t o = 0; o < d.Og; ++o) gb_acc[grp * d.Og + o] += CMap<C>(gyc, d.Og, d.P).row(o).sum();
+        for (int64_t o = 0; o < d.Og; ++o) {
+          const C* r = gyc + o * d.P;
+          gb_acc[grp * d.Og + o] += std::accumulate(r, r + d.P, C(0));
+        }
       if (d.K == 0 || d.P == 0) continue;
-      MMap<C> GW(gw_acc + grp * d.Og * d.K, d.Og, d.K);
       for (int64_t oh0 = 0; oh0 < g.OH; oh0 += rows) {
         const int64_t oh1 = std::min(g.OH, oh0 + rows), Pc = (oh1 - oh0) * g.OW;
         const C* colp = nullptr;
@@ -402,8 +383,8 @@ void conv2d_weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, con
           else im2col(xg, s.a.data(), g, d.Cg, oh0, oh1);
           colp = s.a.data();
         }
-        CStridedMap<C> GY(gyc + oh0 * g.OW, d.Og, Pc, Eigen::OuterStride<>(d.P));
-        GW.noalias() += GY * CMap<C>(colp, d.K, Pc).transpose();
+        gemm_raw<C>(d.Og, d.K, Pc, rows_of(gyc + oh0 * g.OW, d.P), transposed(colp, Pc), gw_acc + grp * d.Og * d.K, d.K,
+                    C(1), C(1));
       }
     }
   });

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "ops/cpu/gemm.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/scalar.h"
 #include "ops/kernels.h"
@@ -25,13 +26,7 @@ constexpr double kGemmParallelFlops = 1.5e6;
 
 // A 2-D operand as Eigen's GEMM sees it: data, storage order and outer stride.
 template <class T>
-struct Operand {
-  const T* data;
-  bool row_major;
-  int64_t ld;
-  // Element (i, j) pointer, for slicing a slab.
-  const T* at(int64_t i, int64_t j) const { return row_major ? data + i * ld + j : data + j * ld + i; }
-};
+using Operand = MatrixRef<T>;
 
 // A 2-D slice (rows x cols, strides rs, cs) with a unit stride on one dim.
 template <class T>
@@ -150,6 +145,19 @@ void gemm_native(const Tensor& c, const Tensor& a_in, const Tensor& b_in, double
     gemm_slab(m, n, k, A(i), B(i), Cp(i), n, al, be, c % threads, threads);
   });
 }
+}  // namespace
+
+template <class T>
+void gemm_raw(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T> b, T* c, int64_t ldc, T alpha, T beta) {
+  const int threads = 2.0 * m * n * k < kGemmParallelFlops ? 1 : max_threads();
+  if (threads == 1 || in_parallel()) return gemm_serial(m, n, k, a, b, c, ldc, alpha, beta);
+  parallel_chunks(threads, [&](int64_t s) { gemm_slab(m, n, k, a, b, c, ldc, alpha, beta, s, threads); });
+}
+template void gemm_raw<float>(int64_t, int64_t, int64_t, MatrixRef<float>, MatrixRef<float>, float*, int64_t, float, float);
+template void gemm_raw<double>(int64_t, int64_t, int64_t, MatrixRef<double>, MatrixRef<double>, double*, int64_t, double,
+                               double);
+
+namespace {
 
 void gemm(const Tensor& c, const Tensor& a, const Tensor& b, double alpha, double beta) {
   switch (a.dtype()) {
