@@ -1,11 +1,13 @@
-// minidl-bench-step: samples/s of the training step the CPU target is about: MLP 784-256-256-10,
-// batch 128, SGD with momentum, f32 and bf16 autocast, with batches either made up front or served
-// by a DataLoader with 2 worker threads (an in-memory data set, as MNIST is once loaded). PyTorch
-// 1.13 does ~33k samples/s here (DESIGN.md 5); the target is >= 1.5x that. Repetitions of the
-// configurations are interleaved and medians reported. scripts/bench.sh runs it under several
-// OpenMP wait policies (how the idle pool thread waits matters on 2 cores with loader threads).
+// minidl-bench-step: samples/s of whole training steps (forward + loss, backward, SGD with momentum)
+// for the three models the CPU targets are about, each in f32, bf16 autocast and fp16 autocast with a
+// GradScaler, all measured in the same run with repetitions interleaved and medians reported:
+//   mlp    784-256-256-10, batch 128 (also fed by a DataLoader with 2 workers, as the train program is)
+//   lenet  LeNet-5 on 1x28x28, batch 64
+//   cnn    SmallCNN (VGG-style, 3x32x32), batch 64
+// Ratios: each precision against f32 of the same model, and each model against PyTorch 1.13 on this
+// machine (DESIGN.md 5: ~33k, ~7k and ~390 samples/s in f32; targets >= 1.5x, 1.2x, 1.2x).
 //
-//   build-bench/bench/minidl-bench-step [reps=5] [steps=200]
+//   build-bench/bench/minidl-bench-step [reps=5] [models=mlp,lenet,cnn]
 #include <omp.h>
 
 #include <algorithm>
@@ -13,7 +15,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,36 +26,43 @@
 namespace {
 using namespace minidl;
 
-struct Mlp : nn::Module {
-  std::shared_ptr<nn::Linear> fc1, fc2, fc3;
-  Mlp() {
-    fc1 = register_module("fc1", std::make_shared<nn::Linear>(784, 256));
-    fc2 = register_module("fc2", std::make_shared<nn::Linear>(256, 256));
-    fc3 = register_module("fc3", std::make_shared<nn::Linear>(256, 10));
-  }
-  Tensor forward(const Tensor& x) { return fc3->forward(relu(fc2->forward(relu(fc1->forward(x))))); }
+enum class Precision { F32, BF16, FP16 };
+const char* name_of(Precision p) { return p == Precision::F32 ? "f32" : p == Precision::BF16 ? "bf16 autocast" : "fp16 autocast+scaler"; }
+
+struct ModelSpec {
+  const char* name;
+  Shape input;  // one sample
+  int64_t batch;
+  int steps;            // per repetition
+  double pytorch_f32;   // samples/s of PyTorch 1.13 here (DESIGN.md 5)
 };
 
-constexpr int64_t kBatch = 128;
-constexpr int64_t kSamples = 128 * 100;  // 100 batches per epoch
+const ModelSpec kModels[] = {
+    {"mlp", {784}, 128, 200, 33000},
+    {"lenet", {1, 28, 28}, 64, 60, 7000},
+    {"cnn", {3, 32, 32}, 64, 6, 390},
+};
 
 struct Config {
-  const char* name;
+  Precision precision;
   bool loader;  // batches from a DataLoader with 2 workers, else prepared up front
-  bool bf16;    // forward under CPU autocast (bf16)
 };
 
+// One model with its data, optimizer and scaler; runs training steps in any configuration.
 class Runner {
  public:
-  Runner()
-      : data_(randn({kSamples, 784})),
-        target_(randint(0, 10, {kSamples})),
+  explicit Runner(const ModelSpec& spec)
+      : spec_(spec),
+        data_(randn(with_batch(spec.input, kBatches * spec.batch))),
+        target_(randint(0, 10, {kBatches * spec.batch})),
         dataset_(data_, target_),
-        loader_(dataset_, data::LoaderOptions().batch_size(kBatch).shuffle(true).workers(2)),
-        model_(std::make_shared<Mlp>()),
-        opt_(model_->parameters(), optim::SGDOptions(0.01).momentum(0.9)) {
-    for (int64_t b = 0; b < kSamples / kBatch; ++b)
-      batches_.push_back({data_.narrow(0, b * kBatch, kBatch).contiguous(), target_.narrow(0, b * kBatch, kBatch).contiguous()});
+        loader_(dataset_, data::LoaderOptions().batch_size(spec.batch).shuffle(true).workers(2)),
+        model_(nn::models::make_model(spec.name)),
+        opt_(model_->parameters(), optim::SGDOptions(0.01).momentum(0.9)),
+        scaler_(amp::GradScalerOptions()) {
+    for (int64_t b = 0; b < kBatches; ++b)
+      batches_.push_back({data_.narrow(0, b * spec.batch, spec.batch).contiguous(),
+                          target_.narrow(0, b * spec.batch, spec.batch).contiguous()});
   }
 
   // Runs `steps` training steps; returns seconds.
@@ -64,12 +72,12 @@ class Runner {
     while (done < steps) {
       if (c.loader) {
         for (auto& batch : loader_) {
-          step(batch.data, batch.target, c.bf16);
+          step(batch.data, batch.target, c.precision);
           if (++done == steps) break;
         }
       } else {
         for (auto& b : batches_) {
-          step(b.first, b.second, c.bf16);
+          step(b.first, b.second, c.precision);
           if (++done == steps) break;
         }
       }
@@ -77,34 +85,47 @@ class Runner {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
-  // Seconds spent in forward (incl. loss), backward and the optimizer (incl. zero_grad), summed
-  // over the steps run since the last reset.
-  double phase[3] = {0, 0, 0};
+  // Seconds spent in forward (incl. loss), backward and the optimizer (incl. zero_grad and the
+  // scaler's unscale/update), summed over the steps run since the last reset.
+  std::array<double, 3> phase{0, 0, 0};
 
  private:
+  static constexpr int64_t kBatches = 20;
+  static Shape with_batch(Shape s, int64_t n) {
+    s.insert(s.begin(), n);
+    return s;
+  }
   static double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-  void step(const Tensor& x, const Tensor& y, bool bf16) {
+  void step(const Tensor& x, const Tensor& y, Precision p) {
     const double t0 = now();
     Tensor loss;
     {
-      amp::autocast scope(DeviceType::CPU, DType::BF16, bf16);
+      amp::autocast scope(DeviceType::CPU, p == Precision::FP16 ? DType::F16 : DType::BF16, p != Precision::F32);
       loss = nn::functional::cross_entropy(model_->forward(x), y);
     }
     const double t1 = now();
-    loss.backward();
+    if (p == Precision::FP16) scaler_.scale(loss).backward();
+    else loss.backward();
     const double t2 = now();
-    opt_.step();
+    if (p == Precision::FP16) {
+      scaler_.step(opt_);
+      scaler_.update();
+    } else {
+      opt_.step();
+    }
     opt_.zero_grad();
     const double t3 = now();
     phase[0] += t1 - t0, phase[1] += t2 - t1, phase[2] += t3 - t2;
   }
 
+  ModelSpec spec_;
   Tensor data_, target_;
   data::TensorDataset dataset_;
   data::DataLoader loader_;
-  std::shared_ptr<Mlp> model_;
+  std::shared_ptr<nn::Layer> model_;
   optim::SGD opt_;
+  amp::GradScaler scaler_;
   std::vector<std::pair<Tensor, Tensor>> batches_;
 };
 
@@ -112,37 +133,44 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
+
+void bench_model(const ModelSpec& m, int reps) {
+  std::vector<Config> configs = {{Precision::F32, false}, {Precision::BF16, false}, {Precision::FP16, false}};
+  if (std::string(m.name) == "mlp") {
+    configs.push_back({Precision::F32, true});
+    configs.push_back({Precision::BF16, true});
+  }
+  Runner runner(m);
+  for (const Config& c : configs) runner.run(c, std::max(3, m.steps / 5));  // warm-up: allocator, caches
+  std::vector<std::vector<double>> secs(configs.size());
+  std::vector<std::array<double, 3>> phases(configs.size(), {0, 0, 0});
+  for (int r = 0; r < reps; ++r)
+    for (size_t i = 0; i < configs.size(); ++i) {
+      runner.phase = {0, 0, 0};
+      secs[i].push_back(runner.run(configs[i], m.steps));
+      for (int p = 0; p < 3; ++p) phases[i][p] += runner.phase[p] / (reps * m.steps);
+    }
+  std::printf("\n%s, batch %lld, %d steps x %d reps\n", m.name, (long long)m.batch, m.steps, reps);
+  std::printf("  %-44s %9s %9s %8s %11s   forward  backward  optimizer (ms, mean)\n", "", "samples/s", "ms/step",
+              "vs f32", "vs PyTorch");
+  const double f32_rate = m.steps * m.batch / median(secs[0]);
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const double s = median(secs[i]), rate = m.steps * m.batch / s;
+    const std::string name = std::string(name_of(configs[i].precision)) + (configs[i].loader ? ", DataLoader 2 workers" : ", batches prepared");
+    std::printf("  %-44s %9.0f %9.3f %7.2fx %10.2fx   %7.3f  %8.3f  %9.3f\n", name.c_str(), rate, s / m.steps * 1e3,
+                rate / f32_rate, rate / m.pytorch_f32, phases[i][0] * 1e3, phases[i][1] * 1e3, phases[i][2] * 1e3);
+  }
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 5;
-  const int steps = argc > 2 ? std::atoi(argv[2]) : 200;
-  const Config configs[] = {
-      {"f32, batches prepared", false, false},
-      {"f32, DataLoader 2 workers", true, false},
-      {"bf16 autocast, batches prepared", false, true},
-      {"bf16 autocast, DataLoader 2 workers", true, true},
-  };
+  const std::string which = argc > 2 ? argv[2] : "mlp,lenet,cnn";
   auto env = [](const char* v) { return std::getenv(v) ? std::getenv(v) : "(unset)"; };
-  std::printf("minidl-bench-step: MLP 784-256-256-10, batch %lld, SGD momentum; OMP threads %d; MINIDL_SPIN_US=%s "
-              "OMP_DYNAMIC=%s OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s; %d reps x %d steps, interleaved\n",
-              (long long)kBatch, omp_get_max_threads(), env("MINIDL_SPIN_US"), env("OMP_DYNAMIC"), env("OMP_WAIT_POLICY"),
-              env("GOMP_SPINCOUNT"), reps, steps);
-  Runner runner;
-  for (const Config& c : configs) runner.run(c, 30);  // warm-up: allocator, caches, first-touch
-  std::vector<std::vector<double>> secs(std::size(configs));
-  std::vector<std::array<double, 3>> phases(std::size(configs), {0, 0, 0});
-  for (int r = 0; r < reps; ++r)
-    for (size_t i = 0; i < std::size(configs); ++i) {
-      for (double& p : runner.phase) p = 0;
-      secs[i].push_back(runner.run(configs[i], steps));
-      for (int p = 0; p < 3; ++p) phases[i][p] += runner.phase[p] / (reps * steps);
-    }
-  std::printf("  %-38s %9s  %13s  %10s   forward  backward  optimizer (ms, mean)\n", "", "samples/s", "ms/step", "vs 33k");
-  for (size_t i = 0; i < std::size(configs); ++i) {
-    const double s = median(secs[i]);
-    std::printf("  %-38s %9.0f  %13.3f  %9.2fx   %7.3f  %8.3f  %9.3f\n", configs[i].name, steps * kBatch / s,
-                s / steps * 1e3, steps * kBatch / s / 33000.0, phases[i][0] * 1e3, phases[i][1] * 1e3, phases[i][2] * 1e3);
-  }
+  std::printf("minidl-bench-step: training steps, SGD momentum; threads %d; MINIDL_SPIN_US=%s OMP_WAIT_POLICY=%s; "
+              "medians of %d interleaved reps; 'vs f32' is the same model's f32 row, 'vs PyTorch' its f32 samples/s here\n",
+              omp_get_max_threads(), env("MINIDL_SPIN_US"), env("OMP_WAIT_POLICY"), reps);
+  for (const ModelSpec& m : kModels)
+    if (("," + which + ",").find("," + std::string(m.name) + ",") != std::string::npos) bench_model(m, reps);
   return 0;
 }

@@ -3,8 +3,9 @@
 # (Release, build-bench/), then runs with OMP_NUM_THREADS=2:
 #   1. minidl-bench-ops: matmul GFLOP/s next to OpenBLAS, element-wise GB/s next to a same-bytes
 #      memcpy, repetitions interleaved, ending with the summary table of ratios;
-#   2. minidl-bench-step: samples/s of the MLP 784-256-256-10 b128 training step, under the pool's
-#      default idle spin and with it off (MINIDL_SPIN_US=0).
+#   2. minidl-bench-step: samples/s of the training steps of the MLP (b128), LeNet-5 and the CIFAR
+#      CNN (b64) in f32, bf16 and fp16+GradScaler; the MLP again with the pool's idle spin off
+#      (MINIDL_SPIN_US=0).
 # Numbers and the decisions they led to: bench/README.md. On a shared machine, run it when idle.
 #
 #   scripts/bench.sh                                   # everything (~5 minutes)
@@ -24,5 +25,5 @@ echo "== $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs ($(grep -m1 'model name
 "$build/bench/minidl-bench-ops" "$@"
 echo
 reps=${MINIDL_BENCH_REPS:-5}
-"$build/bench/minidl-bench-step" "$reps" 200
-MINIDL_SPIN_US=0 "$build/bench/minidl-bench-step" "$reps" 200
+"$build/bench/minidl-bench-step" "$reps"
+MINIDL_SPIN_US=0 "$build/bench/minidl-bench-step" "$reps" mlp
