@@ -1,0 +1,180 @@
+// minidl-train as its users run it, as a separate process: --help and its error exits, the CIFAR-10
+// path end to end on generated files in the official binary format (every CNN, f32 and both AMP
+// modes: the loss must fall), and a run stopped after a checkpoint and resumed by a second process
+// ending exactly where an uninterrupted run ends.
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "data/idx.h"
+#include "framework/json.h"
+#include "temp_dir.h"
+
+#ifndef MINIDL_TRAIN_BIN
+#error "MINIDL_TRAIN_BIN (the path of minidl-train) must be defined by the build"
+#endif
+
+using minidl::Json;
+
+namespace {
+
+struct Result {
+  int status = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Result run_train(const std::string& args) {
+  const std::string cmd = std::string(MINIDL_TRAIN_BIN) + " " + args + " 2>&1";
+  Result r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int raw = ::pclose(p);
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return r;
+}
+
+// The values of `key=` on every EPOCH line, in order.
+std::vector<double> epoch_values(const std::string& output, const std::string& key) {
+  std::vector<double> out;
+  size_t pos = 0;
+  while ((pos = output.find("EPOCH ", pos)) != std::string::npos) {
+    const size_t eol = output.find('\n', pos);
+    const size_t k = output.find(" " + key + "=", pos);
+    if (k != std::string::npos && k < eol) out.push_back(std::stod(output.substr(k + key.size() + 2)));
+    pos = eol;
+  }
+  return out;
+}
+
+Json last_line_json(const std::string& output) {
+  std::string s = output;
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return Json::parse(s.substr(s.rfind('\n') + 1));
+}
+
+// A CIFAR-10 set in the official layout (1 label byte + 3072 pixel bytes per record, channel
+// planes R, G, B): each class is one bright channel in one of four quadrants over noise, so a
+// small CNN can learn it in a few epochs.
+void write_cifar10(const TempDir& dir, int per_file, uint32_t seed) {
+  uint32_t state = seed;
+  auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  auto write_file = [&](const std::string& name, int records) {
+    std::ofstream f(dir.file(name), std::ios::binary);
+    for (int r = 0; r < records; ++r) {
+      const int label = static_cast<int>(next() >> 24) % 10;
+      std::vector<uint8_t> rec(3073);
+      rec[0] = static_cast<uint8_t>(label);
+      const int channel = label % 3, quadrant = label % 4;
+      for (int c = 0; c < 3; ++c)
+        for (int y = 0; y < 32; ++y)
+          for (int x = 0; x < 32; ++x) {
+            const bool lit = c == channel && (y / 16) * 2 + x / 16 == quadrant;
+            const int noise = static_cast<int>(next() >> 26);  // 0..63
+            rec[1 + c * 1024 + y * 32 + x] = static_cast<uint8_t>((lit ? 160 : 40) + noise);
+          }
+      f.write(reinterpret_cast<const char*>(rec.data()), static_cast<std::streamsize>(rec.size()));
+    }
+  };
+  for (int i = 1; i <= 5; ++i) write_file("data_batch_" + std::to_string(i) + ".bin", per_file);
+  write_file("test_batch.bin", per_file);
+}
+
+// Fashion-MNIST-shaped IDX files (28x28 u8 images, u8 labels): class k is a bright horizontal
+// band at rows 2k..2k+5 over noise.
+void write_mnist_like(const TempDir& dir, int n_train, int n_test) {
+  uint32_t state = 7;
+  auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  auto write_split = [&](const std::string& prefix, int n) {
+    std::vector<uint8_t> images(static_cast<size_t>(n) * 784), labels(n);
+    for (int i = 0; i < n; ++i) {
+      labels[i] = static_cast<uint8_t>((next() >> 24) % 10);
+      for (int p = 0; p < 784; ++p) {
+        const int row = p / 28;
+        const bool band = row >= 2 * labels[i] && row < 2 * labels[i] + 6;
+        images[i * 784 + p] = static_cast<uint8_t>((band ? 180 : 20) + (next() >> 27));
+      }
+    }
+    minidl::data::write_idx_u8(dir.file(prefix + "-images-idx3-ubyte"), {n, 28, 28}, images.data());
+    minidl::data::write_idx_u8(dir.file(prefix + "-labels-idx1-ubyte"), {n}, labels.data());
+  };
+  write_split("train", n_train);
+  write_split("t10k", n_test);
+}
+}  // namespace
+
+TEST_CASE("minidl-train --help documents every flag, and bad input exits with status 2", "[train_program]") {
+  Result help = run_train("--help");
+  CHECK(help.status == 0);
+  for (const char* flag : {"--model", "--dataset", "--data", "--epochs", "--batch-size", "--lr", "--optimizer", "--momentum",
+                           "--weight-decay", "--seed", "--device", "--amp", "--checkpoint", "--resume", "--metrics", "--json",
+                           "--precision-report"}) {
+    INFO(flag);
+    CHECK(help.output.find(flag) != std::string::npos);
+  }
+  for (const auto& [args, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"--bogus", "--bogus"},
+           {"--epochs zero", "--epochs"},
+           {"--epochs 0", "--epochs"},
+           {"--amp fp8", "--amp"},
+           {"--model transformer", "--model"},
+           {"--lr", "--lr"}}) {
+    INFO(args);
+    Result r = run_train(args);
+    CHECK(r.status == 2);
+    CHECK(r.output.find(expected) != std::string::npos);
+  }
+}
+
+TEST_CASE("minidl-train trains the CIFAR-10 models end to end on official-format files and the loss falls",
+          "[train_program][cifar]") {
+  TempDir dir;
+  write_cifar10(dir, 64, 3);  // 320 training and 64 test images
+  for (const auto& [model, amp, epochs] : std::vector<std::tuple<std::string, std::string, int>>{
+           {"cnn", "off", 4}, {"cnn", "bf16", 4}, {"resnet20", "fp16", 2}}) {
+    INFO(model << " --amp " << amp);
+    Result r = run_train("--model " + model + " --dataset cifar10 --data " + dir.path.string() + " --epochs " +
+                         std::to_string(epochs) + " --batch-size 32 --lr 0.02 --amp " + amp +
+                         " --no-progress --seed 1 --metrics " + dir.file(model + amp + ".csv"));
+    REQUIRE(r.status == 0);
+    const std::vector<double> loss = epoch_values(r.output, "train_loss");
+    REQUIRE(loss.size() == static_cast<size_t>(epochs));
+    CHECK(loss.back() < 0.8 * loss.front());
+    const Json summary = last_line_json(r.output);
+    CHECK(summary.at("dataset").as_string() == "cifar10");
+    CHECK(summary.at("amp").as_string() == amp);
+    const double acc = summary.at("test_accuracy").as_double();
+    CHECK(acc >= 0.0);
+    CHECK(acc <= 1.0);
+    if (amp == "fp16") CHECK(summary.at("final_scale").as_double() > 0);
+  }
+}
+
+TEST_CASE("minidl-train resumed from a mid-epoch checkpoint in a new process ends as an uninterrupted run",
+          "[train_program][checkpoint]") {
+  TempDir dir;
+  write_mnist_like(dir, 600, 200);
+  const std::string common = "--dataset fashion-mnist --data " + dir.path.string() +
+                             " --epochs 2 --batch-size 50 --no-progress --seed 4 --amp fp16";
+  Result whole = run_train(common + " --json " + dir.file("whole.json"));
+  REQUIRE(whole.status == 0);
+  Result first = run_train(common + " --max-steps 17 --checkpoint " + dir.file("ck.safetensors"));
+  REQUIRE(first.status == 0);
+  Result rest = run_train(common + " --resume " + dir.file("ck.safetensors") + " --json " + dir.file("rest.json"));
+  REQUIRE(rest.status == 0);
+  CHECK(rest.output.find("resumed from") != std::string::npos);
+  const Json a = last_line_json(whole.output), b = last_line_json(rest.output);
+  CHECK(a.at("steps").as_int() == 24);
+  CHECK(b.at("steps").as_int() == 24);
+  // The same weights give the same evaluation, to the last bit.
+  CHECK(a.at("test_loss").as_double() == b.at("test_loss").as_double());
+  CHECK(a.at("test_accuracy").as_double() == b.at("test_accuracy").as_double());
+  CHECK(a.at("final_scale").as_double() == b.at("final_scale").as_double());
+  CHECK(a.at("test_accuracy").as_double() > 0.5);  // the bands are learnable
+}
