@@ -12,6 +12,7 @@
 #include "framework/autograd/node.h"
 #include "framework/device.h"
 #include "framework/dtype.h"
+#include "framework/cpu_allocator.h"
 #include "framework/cuda.h"
 #include "framework/error.h"
 #include "framework/json.h"

@@ -1,28 +1,12 @@
 #include "framework/storage.h"
 
-#include <cstdlib>
-#include <new>
-
 #include "framework/error.h"
 
 namespace minidl {
 
 namespace {
-// 64-byte aligned host memory: whole cache lines and aligned vector loads for every tensor.
-struct CpuAllocator final : Allocator {
-  void* allocate(size_t nbytes) override {
-    if (nbytes == 0) return nullptr;
-    size_t rounded = (nbytes + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, rounded);
-    if (!p) MINIDL_FAIL("cpu allocator", "out of memory allocating ", nbytes, " bytes");
-    return p;
-  }
-  void deallocate(void* p, size_t) override { std::free(p); }
-};
-
 Allocator*& slot(DeviceType t) {
-  static CpuAllocator cpu;
-  static Allocator* table[kNumDeviceTypes] = {&cpu, nullptr};
+  static Allocator* table[kNumDeviceTypes] = {cpu_allocator(), nullptr};
   return table[static_cast<int>(t)];
 }
 }  // namespace

@@ -19,6 +19,8 @@ struct Allocator {
 };
 
 Allocator* allocator_for(Device device);
+// The built-in CPU allocator (framework/cpu_allocator.h: aligned blocks, a cache of large ones).
+Allocator* cpu_allocator();
 void set_allocator(DeviceType type, Allocator* allocator);
 
 class Storage {

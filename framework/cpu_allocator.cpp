@@ -1,0 +1,121 @@
+#include "framework/cpu_allocator.h"
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "framework/error.h"
+#include "framework/storage.h"
+
+namespace minidl {
+
+namespace {
+constexpr size_t kAlign = 64;
+constexpr size_t kLargeBlock = size_t{1} << 20;
+
+size_t limit_from_env() {
+  const char* v = std::getenv("MINIDL_CPU_CACHE_MB");
+  if (!v || !*v) return size_t{256} << 20;
+  char* end = nullptr;
+  const unsigned long long mb = std::strtoull(v, &end, 10);
+  MINIDL_CHECK(end && *end == '\0', "cpu allocator", "MINIDL_CPU_CACHE_MB must be a whole number of MiB, got '", v, "'");
+  return static_cast<size_t>(mb) << 20;
+}
+
+// The size a request is served with: cache lines below 1 MiB; above, the next of eight steps
+// between consecutive powers of two, so blocks of nearby sizes share a class.
+size_t rounded_size(size_t nbytes) {
+  if (nbytes < kLargeBlock) return (nbytes + kAlign - 1) / kAlign * kAlign;
+  size_t pow2 = kLargeBlock;
+  while (pow2 <= nbytes / 2) pow2 *= 2;
+  const size_t step = pow2 / 8;
+  return (nbytes + step - 1) / step * step;
+}
+
+class CpuAllocator final : public Allocator {
+ public:
+  void* allocate(size_t nbytes) override {
+    if (nbytes == 0) return nullptr;
+    const size_t size = rounded_size(nbytes);
+    if (size >= kLargeBlock) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = free_.find(size);
+      if (it != free_.end()) {
+        void* p = it->second;
+        free_.erase(it);
+        cached_ -= size;
+        ++hits_;
+        return p;
+      }
+      ++misses_;
+    }
+    void* p = std::aligned_alloc(kAlign, size);
+    if (!p) {
+      cpu_empty_cache();  // the cache may hold what the system now lacks
+      p = std::aligned_alloc(kAlign, size);
+    }
+    if (!p) MINIDL_FAIL("cpu allocator", "out of memory allocating ", nbytes, " bytes");
+    return p;
+  }
+
+  void deallocate(void* p, size_t nbytes) override {
+    const size_t size = rounded_size(nbytes);
+    if (p && size >= kLargeBlock) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (cached_ + size <= limit_) {
+        free_.emplace(size, p);
+        cached_ += size;
+        return;
+      }
+    }
+    std::free(p);
+  }
+
+  void empty() {
+    std::multimap<size_t, void*> blocks;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      blocks.swap(free_);
+      cached_ = 0;
+    }
+    for (auto& [size, p] : blocks) std::free(p);
+  }
+
+  CpuCacheStats stats() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return {cached_, hits_, misses_};
+  }
+  size_t limit() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return limit_;
+  }
+  void set_limit(size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      limit_ = bytes;
+    }
+    empty();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::multimap<size_t, void*> free_;  // rounded size -> block
+  size_t cached_ = 0, hits_ = 0, misses_ = 0;
+  size_t limit_ = limit_from_env();
+};
+
+// Never destroyed: tensors in static objects may be freed after main returns.
+CpuAllocator& instance() {
+  static CpuAllocator* a = new CpuAllocator();
+  return *a;
+}
+}  // namespace
+
+Allocator* cpu_allocator() { return &instance(); }
+CpuCacheStats cpu_cache_stats() { return instance().stats(); }
+void cpu_empty_cache() { instance().empty(); }
+size_t cpu_cache_limit() { return instance().limit(); }
+void set_cpu_cache_limit(size_t bytes) { instance().set_limit(bytes); }
+
+}  // namespace minidl

@@ -1,0 +1,60 @@
+// The CPU allocator's cache of large blocks: reuse within a size class, the cap, empty_cache, and
+// that tensors on reused memory behave as on fresh memory.
+#include <catch2/catch.hpp>
+
+#include "minidl.h"
+
+using namespace minidl;
+
+namespace {
+// Restores the cache limit and empties the cache when a test case ends.
+struct CacheLimitGuard {
+  size_t saved = cpu_cache_limit();
+  ~CacheLimitGuard() { set_cpu_cache_limit(saved); }
+};
+}  // namespace
+
+TEST_CASE("a freed large block is reused by the next request of its size class", "[allocator]") {
+  CacheLimitGuard guard;
+  set_cpu_cache_limit(64 << 20);
+  const void* first;
+  {
+    Tensor a = empty({(3 << 20) - 1000}, DType::F32);  // just under 12 MiB: the 12 MiB class
+    first = a.data_ptr<float>();
+  }
+  CHECK(cpu_cache_stats().cached_bytes == (size_t{12} << 20));
+  const size_t hits = cpu_cache_stats().hits;
+  Tensor b = empty({3 << 20}, DType::F32);  // exactly 12 MiB: the same class
+  CHECK(static_cast<const void*>(b.data_ptr<float>()) == first);
+  CHECK(cpu_cache_stats().hits == hits + 1);
+  CHECK(cpu_cache_stats().cached_bytes == 0);
+  Tensor c = empty({4 << 20}, DType::F32);  // 16 MiB: another class, fresh memory
+  CHECK(static_cast<const void*>(c.data_ptr<float>()) != first);
+}
+
+TEST_CASE("the cache stays under its cap, and empty_cache releases everything", "[allocator]") {
+  CacheLimitGuard guard;
+  set_cpu_cache_limit(20 << 20);
+  {
+    Tensor a = empty({3 << 20}, DType::F32), b = empty({3 << 20}, DType::F32);  // 12 MiB each
+  }
+  CHECK(cpu_cache_stats().cached_bytes == (size_t{12} << 20));  // the second one did not fit
+  cpu_empty_cache();
+  CHECK(cpu_cache_stats().cached_bytes == 0);
+  set_cpu_cache_limit(0);  // caching off
+  { Tensor a = empty({3 << 20}, DType::F32); }
+  CHECK(cpu_cache_stats().cached_bytes == 0);
+}
+
+TEST_CASE("ops on reused blocks give the same results as on fresh ones", "[allocator]") {
+  CacheLimitGuard guard;
+  set_cpu_cache_limit(256 << 20);
+  Tensor x = randn({1 << 20});
+  Tensor expect_sum = sum(mul(x, x));
+  for (int i = 0; i < 3; ++i) {
+    { Tensor junk = full({1 << 20}, 7.0); }  // leaves a block full of 7s in the cache
+    CHECK(sum(mul(x, x)).item() == expect_sum.item());
+    CHECK(sum(zeros({1 << 20})).item() == 0.0);  // zeros must not inherit the 7s
+  }
+  CHECK(cpu_cache_stats().hits > 0);
+}
