@@ -4,9 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <random>
 
 #include "gradcheck.h"
+#include "random_values.h"
 
 using namespace minidl;
 using minidl::testing::GradCase;
@@ -16,17 +16,9 @@ using TL = std::vector<Tensor>;
 
 namespace {
 
-std::vector<double> random_values(size_t n, double lo, double hi, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<double> v(n);
-  for (double& x : v) x = u(rng);
-  return v;
-}
-
-Tensor random_tensor(const Shape& s, uint64_t seed, DType dt = DType::F64) {
-  return cast(from_vector(random_values(numel_of(s), -1, 1, seed), s), dt);
-}
+// random_tensor(shape, seed) is f64 in [-1, 1); this one casts it to dt.
+using minidl::testing::random_tensor;
+Tensor random_tensor(const Shape& s, uint64_t seed, DType dt) { return cast(random_tensor(s, seed), dt); }
 
 struct ConvSpec {
   Size2 stride{1, 1}, pad_lo{0, 0}, pad_hi{0, 0}, dilation{1, 1};

@@ -5,29 +5,19 @@
 
 #include <cmath>
 #include <limits>
-#include <random>
 
 #include "gradcheck.h"
+#include "random_values.h"
 
 using namespace minidl;
 using minidl::testing::GradCase;
 using minidl::testing::max_abs_diff;
+using minidl::testing::random_tensor;
+using minidl::testing::random_values;
 using minidl::testing::run_case;
 using TL = std::vector<Tensor>;
 
 namespace {
-
-std::vector<double> random_values(size_t n, double lo, double hi, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<double> v(n);
-  for (double& x : v) x = u(rng);
-  return v;
-}
-
-Tensor random_tensor(const Shape& s, uint64_t seed, double lo = -1, double hi = 1) {
-  return from_vector(random_values(numel_of(s), lo, hi, seed), s);
-}
 
 Tensor sq(const Tensor& t) { return mul(t, t); }
 

@@ -4,23 +4,17 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <random>
 
 #include "gradcheck.h"
+#include "random_values.h"
 
 using namespace minidl;
 using minidl::testing::GradCase;
 using minidl::testing::max_abs_diff;
+using minidl::testing::random_values;
 using minidl::testing::run_case;
 
 namespace {
-std::vector<double> random_values(size_t n, double lo, double hi, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<double> v(n);
-  for (double& x : v) x = u(rng);
-  return v;
-}
 
 // log_softmax of x viewed as [outer, n, inner] along the middle dim.
 std::vector<double> ref_log_softmax(const std::vector<double>& x, int64_t outer, int64_t n, int64_t inner) {
