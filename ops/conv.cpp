@@ -11,6 +11,7 @@
 // F (+ b[o]), into Bi (conv_transpose2d's + b[c]) and into Bw (gb = sum of gy over N, H, W).
 #include "ops/common.h"
 #include "ops/nn_ops.h"
+#include "ops/window_args.h"
 
 namespace minidl {
 
@@ -97,8 +98,7 @@ void check_common(const char* op, const Tensor& x, const Tensor& w, const Tensor
                   int64_t groups) {
   check_defined(x, op, "input");
   check_defined(w, op, "weight");
-  MINIDL_CHECK(x.dim() == 3 || x.dim() == 4, op, "expected 3-D (unbatched) or 4-D (batched) input, but got input of size ",
-               size_str(x));
+  check_image_rank(op, x);
   MINIDL_CHECK(w.dim() == 4, op, "expected a 4-D weight, but got weight of size ", size_str(w));
   check_floating(op, x);
   check_same_device(op, x, w);
@@ -135,19 +135,9 @@ Tensor conv2d_impl(const Tensor& x_in, const Tensor& w, const Tensor& b, Size2 s
     MINIDL_CHECK(b.dim() == 1 && b.size(0) == O, op, "given weight of size ", size_str(w),
                  ", expected bias to be 1-dimensional with ", O, " elements, but got bias of size ", size_str(b), " instead");
   Conv2dGeometry g;
-  g.N = x.size(0);
-  g.C = x.size(1);
-  g.H = x.size(2);
-  g.W = x.size(3);
+  set_input_size(g, x);
   g.O = O;
-  g.kH = w.size(2);
-  g.kW = w.size(3);
-  g.sh = stride[0];
-  g.sw = stride[1];
-  g.ph = lo[0];
-  g.pw = lo[1];
-  g.dh = dilation[0];
-  g.dw = dilation[1];
+  set_window(g, {w.size(2), w.size(3)}, stride, lo, dilation);
   g.groups = groups;
   const int64_t eff_h = g.dh * (g.kH - 1) + 1, eff_w = g.dw * (g.kW - 1) + 1;
   const int64_t padded_h = g.H + lo[0] + hi[0], padded_w = g.W + lo[1] + hi[1];
@@ -215,16 +205,9 @@ Tensor conv_transpose2d(const Tensor& x_in, const Tensor& w, const Tensor& b, Si
   g.N = x.size(0);
   g.C = Cout;
   g.O = Cin;
-  g.kH = w.size(2);
-  g.kW = w.size(3);
   g.OH = x.size(2);
   g.OW = x.size(3);
-  g.sh = stride[0];
-  g.sw = stride[1];
-  g.ph = padding[0];
-  g.pw = padding[1];
-  g.dh = dilation[0];
-  g.dw = dilation[1];
+  set_window(g, {w.size(2), w.size(3)}, stride, padding, dilation);
   g.groups = groups;
   g.H = (g.OH - 1) * g.sh - 2 * g.ph + g.dh * (g.kH - 1) + output_padding[0] + 1;
   g.W = (g.OW - 1) * g.sw - 2 * g.pw + g.dw * (g.kW - 1) + output_padding[1] + 1;

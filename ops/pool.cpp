@@ -5,6 +5,7 @@
 // average-pool backward is the adjoint of the (linear) forward and vice versa. So second order works.
 #include "ops/common.h"
 #include "ops/nn_ops.h"
+#include "ops/window_args.h"
 
 namespace minidl {
 
@@ -45,18 +46,8 @@ Pool2dGeometry pool_geometry(const char* op, const Tensor& x_in, const Tensor& x
                  " and dilation=", dilation[i]);
   }
   Pool2dGeometry g;
-  g.N = x.size(0);
-  g.C = x.size(1);
-  g.H = x.size(2);
-  g.W = x.size(3);
-  g.kH = kernel[0];
-  g.kW = kernel[1];
-  g.sh = stride[0];
-  g.sw = stride[1];
-  g.ph = padding[0];
-  g.pw = padding[1];
-  g.dh = dilation[0];
-  g.dw = dilation[1];
+  set_input_size(g, x);
+  set_window(g, kernel, stride, padding, dilation);
   g.OH = pooled_size(g.H, g.kH, g.ph, g.sh, g.dh, ceil_mode);
   g.OW = pooled_size(g.W, g.kW, g.pw, g.sw, g.dw, ceil_mode);
   MINIDL_CHECK(g.OH >= 1 && g.OW >= 1, op, "given input size ", shape_str(x_in.shape()), ", calculated output size: (",
@@ -66,8 +57,7 @@ Pool2dGeometry pool_geometry(const char* op, const Tensor& x_in, const Tensor& x
 
 void check_input(const char* op, const Tensor& x) {
   check_defined(x, op, "input");
-  MINIDL_CHECK(x.dim() == 3 || x.dim() == 4, op, "expected 3-D (unbatched) or 4-D (batched) input, but got input of size ",
-               shape_str(x.shape()));
+  check_image_rank(op, x);
   check_floating(op, x);
   for (int64_t d = x.dim() - 2; d < x.dim(); ++d)
     MINIDL_CHECK(x.size(d) > 0, op, "expected input to have non-zero size for non-batch dimensions, but got input of size ",
@@ -156,10 +146,7 @@ Tensor adaptive_avg_pool2d(const Tensor& x_in, Size2 output_size) {
   const bool batched = x_in.dim() == 4;
   Tensor x = batched ? x_in : x_in.unsqueeze(0);
   Pool2dGeometry g;
-  g.N = x.size(0);
-  g.C = x.size(1);
-  g.H = x.size(2);
-  g.W = x.size(3);
+  set_input_size(g, x);
   g.OH = output_size[0];
   g.OW = output_size[1];
   g.adaptive = true;
