@@ -42,17 +42,17 @@ std::string Conv2d::describe() const {
                         o.groups_ != 1 ? ", groups " + std::to_string(o.groups_) : "", o.bias_ ? ", bias)" : ")");
 }
 
+std::string SquarePool2d::describe() const { return detail::concat(type_name(), "(", k_, "x", k_, ", stride ", s_, ")"); }
+
 Tensor MaxPool2d::forward(const Tensor& x) {
   auto scope = forward_scope();
-  return max_pool2d(x, {k_, k_}, {s_, s_}, {p_, p_});
+  return max_pool2d(x, kernel(), stride(), padding());
 }
-std::string MaxPool2d::describe() const { return detail::concat("MaxPool2d(", k_, "x", k_, ", stride ", s_, ")"); }
 
 Tensor AvgPool2d::forward(const Tensor& x) {
   auto scope = forward_scope();
-  return avg_pool2d(x, {k_, k_}, {s_, s_}, {p_, p_});
+  return avg_pool2d(x, kernel(), stride(), padding());
 }
-std::string AvgPool2d::describe() const { return detail::concat("AvgPool2d(", k_, "x", k_, ", stride ", s_, ")"); }
 
 Tensor AdaptiveAvgPool2d::forward(const Tensor& x) {
   auto scope = forward_scope();

@@ -42,26 +42,34 @@ class Conv2d : public Layer {
   Tensor bias;    // [out]
 };
 
-class MaxPool2d : public Layer {
+// What MaxPool2d and AvgPool2d share: a square kernel, a stride (0: the kernel size) and a padding,
+// and describe() as "<type_name>(kxk, stride s)".
+class SquarePool2d : public Layer {
  public:
-  explicit MaxPool2d(int64_t kernel, int64_t stride = 0, int64_t padding = 0) : k_(kernel), s_(stride ? stride : kernel), p_(padding) {}
-  Tensor forward(const Tensor& x) override;
   std::string describe() const override;
-  std::string type_name() const override { return "MaxPool2d"; }
+
+ protected:
+  SquarePool2d(int64_t kernel, int64_t stride, int64_t padding) : k_(kernel), s_(stride ? stride : kernel), p_(padding) {}
+  Size2 kernel() const { return {k_, k_}; }
+  Size2 stride() const { return {s_, s_}; }
+  Size2 padding() const { return {p_, p_}; }
 
  private:
   int64_t k_, s_, p_;
 };
 
-class AvgPool2d : public Layer {
+class MaxPool2d : public SquarePool2d {
  public:
-  explicit AvgPool2d(int64_t kernel, int64_t stride = 0, int64_t padding = 0) : k_(kernel), s_(stride ? stride : kernel), p_(padding) {}
+  explicit MaxPool2d(int64_t kernel, int64_t stride = 0, int64_t padding = 0) : SquarePool2d(kernel, stride, padding) {}
   Tensor forward(const Tensor& x) override;
-  std::string describe() const override;
-  std::string type_name() const override { return "AvgPool2d"; }
+  std::string type_name() const override { return "MaxPool2d"; }
+};
 
- private:
-  int64_t k_, s_, p_;
+class AvgPool2d : public SquarePool2d {
+ public:
+  explicit AvgPool2d(int64_t kernel, int64_t stride = 0, int64_t padding = 0) : SquarePool2d(kernel, stride, padding) {}
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "AvgPool2d"; }
 };
 
 class AdaptiveAvgPool2d : public Layer {
