@@ -335,6 +335,31 @@ TEST_CASE("special values: NaN propagates through max/min/clamp/relu, inf throug
   CHECK(i.item<int64_t>() == 1);  // the first NaN, as PyTorch
 }
 
+TEST_CASE("special values in f32, bf16 and f16: the vectorized exp, log, tanh, sigmoid, gelu, softplus", "[reference][unary]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  // 20 values, so that both a full AVX-512 packet and the masked tail see special values.
+  const Vec v{nan, -inf, inf, 0.0, -0.0, 1.0, -1.0, 30.0, -30.0, 80.0, -80.0, 3.0, 0.5, -0.5, 10.0, -10.0, nan, inf, -inf, 2.0};
+  for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+    INFO(dtype_name(dt));
+    const Tensor x = make(v, {20}, dt);
+    const Tensor stored = x.to(DType::F64).contiguous();  // the inputs as the dtype holds them
+    // The result is computed in f32 and rounded once: one ulp of the dtype plus f32's slack.
+    const double rtol = traits(dt).eps + rtol_for(DType::F32);
+    auto check = [&](const char* name, const Tensor& got, double (*f)(double)) {
+      INFO(name);
+      Vec want;
+      for (int64_t k = 0; k < 20; ++k) want.push_back(f(stored.data_ptr<double>()[k]));
+      CHECK(close(got, {20}, make(want, {20}, dt).to_vector<double>(), rtol, 1e-6) == "");
+    };
+    check("exp", exp(x), [](double t) { return std::exp(t); });
+    check("log", log(x), [](double t) { return std::log(t); });
+    check("tanh", tanh(x), [](double t) { return std::tanh(t); });
+    check("sigmoid", sigmoid(x), [](double t) { return 1 / (1 + std::exp(-t)); });
+    check("gelu", gelu(x), [](double t) { return 0.5 * t * (1 + std::erf(t * kSqrt1_2)); });
+    check("softplus", softplus(x), [](double t) { return t > 20 ? t : std::log1p(std::exp(t)); });
+  }
+}
+
 TEST_CASE("where matches the reference with broadcasting and promotion", "[reference][where]") {
   Vec c = randv(12, -1, 1, 21), a = randv(4, -5, 5, 22), b = randv(3, -5, 5, 23);
   Tensor cond = gt(make(c, {3, 4}), 0.0);
