@@ -27,10 +27,12 @@ __device__ __forceinline__ C warp_max(C v) {
   return v;
 }
 
-// Sum / max over a group of G threads (32: a warp, 256: the block); all threads get the result.
-template <int G, class C>
-__device__ __forceinline__ C group_sum(C v) {
-  v = warp_sum(v);
+// Reduces v over a group of G threads (32: a warp, 256: the block) with warp_reduce, one of the
+// above; identity stands in for missing warps. All threads get the result. Each WarpReduce type
+// gets its own shared memory.
+template <int G, class C, class WarpReduce>
+__device__ __forceinline__ C group_reduce(C v, C identity, WarpReduce warp_reduce) {
+  v = warp_reduce(v);
   if constexpr (G == 32) {
     return v;
   } else {
@@ -40,118 +42,110 @@ __device__ __forceinline__ C group_sum(C v) {
     if (lane == 0) part[warp] = v;
     __syncthreads();
     if (warp == 0) {
-      C w = lane < G / 32 ? part[lane] : C(0);
-      w = warp_sum(w);
+      C w = lane < G / 32 ? part[lane] : identity;
+      w = warp_reduce(w);
       if (lane == 0) total = w;
     }
     __syncthreads();
     return total;
   }
+}
+template <int G, class C>
+__device__ __forceinline__ C group_sum(C v) {
+  return group_reduce<G>(v, C(0), [](C u) { return warp_sum(u); });
 }
 template <int G, class C>
 __device__ __forceinline__ C group_max(C v) {
-  v = warp_max(v);
-  if constexpr (G == 32) {
-    return v;
-  } else {
-    __shared__ C part[G / 32];
-    __shared__ C total;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (lane == 0) part[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-      C w = lane < G / 32 ? part[lane] : -INFINITY;
-      w = warp_max(w);
-      if (lane == 0) total = w;
-    }
-    __syncthreads();
-    return total;
+  return group_reduce<G>(v, C(-INFINITY), [](C u) { return warp_max(u); });
+}
+
+// Hands each group of G threads one row per iteration: body(row, live). Every thread of a block
+// runs the same number of iterations, and threads past the last row (live false) still join the
+// group reductions (which may synchronize the block) before returning from body.
+template <int G, class Body>
+__device__ __forceinline__ void for_each_row(int64_t rows, Body&& body) {
+  constexpr int kGroups = kThreads / G;
+  for (int64_t base = int64_t{blockIdx.x} * kGroups; base < rows; base += int64_t{gridDim.x} * kGroups) {
+    const int64_t row = base + threadIdx.x / G;
+    body(row, row < rows);
   }
 }
 
-// The row loops below hand each group of G threads one row per iteration; every thread of a block
-// runs the same number of iterations, and threads past the last row still join the group
-// reductions (which may synchronize the block) before skipping the rest.
+template <class C>
+struct MaxAndSumExp {
+  C max, sum;
+};
+
+// The max of row xr and the sum of exp(x - max) over it, reduced over the group (lane: this
+// thread's place in it). Threads with live false must call it too; their values are unused.
+template <int G, class T>
+__device__ __forceinline__ MaxAndSumExp<compute_t<T>> row_max_and_sum_exp(const T* xr, int64_t n, int64_t lane, bool live) {
+  using C = compute_t<T>;
+  C m = -INFINITY;
+  if (live)
+    for (int64_t j = lane; j < n; j += G) {
+      const C v = load(xr[j]);
+      m = (m != m || m > v) ? m : v;
+    }
+  m = group_max<G>(m);
+  C s = 0;
+  if (live)
+    for (int64_t j = lane; j < n; j += G) s += exp(load(xr[j]) - m);
+  s = group_sum<G>(s);
+  return {m, s};
+}
+
 template <class T, int G>
 __global__ void softmax_kernel(T* out, const T* x, int64_t rows, int64_t n, bool log) {
   using C = compute_t<T>;
-  constexpr int kGroups = kThreads / G;
   const int64_t lane = threadIdx.x % G;
-  for (int64_t base = int64_t{blockIdx.x} * kGroups; base < rows; base += int64_t{gridDim.x} * kGroups) {
-    const int64_t row = base + threadIdx.x / G;
-    const bool live = row < rows;
+  for_each_row<G>(rows, [&](int64_t row, bool live) {
     const T* xr = x + (live ? row : 0) * n;
-    C m = -INFINITY;
-    if (live)
-      for (int64_t j = lane; j < n; j += G) {
-        const C v = load(xr[j]);
-        m = (m != m || m > v) ? m : v;
-      }
-    m = group_max<G>(m);
-    C s = 0;
-    if (live)
-      for (int64_t j = lane; j < n; j += G) s += exp(load(xr[j]) - m);
-    s = group_sum<G>(s);
-    if (!live) continue;
+    const MaxAndSumExp<C> r = row_max_and_sum_exp<G>(xr, n, lane, live);
+    if (!live) return;
     T* yr = out + row * n;
     if (log) {
-      const C lse = ::log(s) + m;
+      const C lse = ::log(r.sum) + r.max;
       for (int64_t j = lane; j < n; j += G) yr[j] = convert<T>(load(xr[j]) - lse);
     } else {
-      const C inv = C(1) / s;
-      for (int64_t j = lane; j < n; j += G) yr[j] = convert<T>(exp(load(xr[j]) - m) * inv);
+      const C inv = C(1) / r.sum;
+      for (int64_t j = lane; j < n; j += G) yr[j] = convert<T>(exp(load(xr[j]) - r.max) * inv);
     }
-  }
+  });
 }
 
 template <class T, int G>
 __global__ void softmax_backward_kernel(T* gi, const T* go, const T* y, int64_t rows, int64_t n, bool log) {
   using C = compute_t<T>;
-  constexpr int kGroups = kThreads / G;
   const int64_t lane = threadIdx.x % G;
-  for (int64_t base = int64_t{blockIdx.x} * kGroups; base < rows; base += int64_t{gridDim.x} * kGroups) {
-    const int64_t row = base + threadIdx.x / G;
-    const bool live = row < rows;
+  for_each_row<G>(rows, [&](int64_t row, bool live) {
     const int64_t o = (live ? row : 0) * n;
     C s = 0;  // log: sum g; else: sum g * y
     if (live)
       for (int64_t j = lane; j < n; j += G) s += log ? load(go[o + j]) : load(go[o + j]) * load(y[o + j]);
     s = group_sum<G>(s);
-    if (!live) continue;
+    if (!live) return;
     for (int64_t j = lane; j < n; j += G) {
       const C g = load(go[o + j]), yv = load(y[o + j]);
       gi[o + j] = convert<T>(log ? g - exp(yv) * s : yv * (g - s));
     }
-  }
+  });
 }
 
 template <class T, class L, int G>
 __global__ void cross_entropy_kernel(L* loss, L* lse_out, const T* x, const int64_t* target, int64_t rows, int64_t n,
                                      int64_t ignore_index) {
   using C = compute_t<T>;
-  constexpr int kGroups = kThreads / G;
   const int64_t lane = threadIdx.x % G;
-  for (int64_t base = int64_t{blockIdx.x} * kGroups; base < rows; base += int64_t{gridDim.x} * kGroups) {
-    const int64_t row = base + threadIdx.x / G;
-    const bool live = row < rows;
+  for_each_row<G>(rows, [&](int64_t row, bool live) {
     const T* xr = x + (live ? row : 0) * n;
-    C m = -INFINITY;
-    if (live)
-      for (int64_t j = lane; j < n; j += G) {
-        const C v = load(xr[j]);
-        m = (m != m || m > v) ? m : v;
-      }
-    m = group_max<G>(m);
-    C s = 0;
-    if (live)
-      for (int64_t j = lane; j < n; j += G) s += exp(load(xr[j]) - m);
-    s = group_sum<G>(s);
-    if (!live || lane != 0) continue;
-    const C lse = ::log(s) + m;
+    const MaxAndSumExp<C> r = row_max_and_sum_exp<G>(xr, n, lane, live);
+    if (!live || lane != 0) return;
+    const C lse = ::log(r.sum) + r.max;
     const int64_t t = target[row];
     lse_out[row] = static_cast<L>(lse);
     loss[row] = t == ignore_index ? L(0) : static_cast<L>(lse - load(xr[t]));
-  }
+  });
 }
 
 // One thread per logit: grad = (softmax - onehot) * scale * g[row or 0]; ignored rows get 0.
