@@ -167,6 +167,15 @@ struct Elementwise {
   Shape out_shape;
 };
 
+// A unary f32 op next to its raw kernel (8 bytes moved per element).
+Elementwise unary_f32(const char* name, const char* key, Tensor (*op)(const Tensor&), K::UnaryOp kop) {
+  return {name, key, 8 * kElems, [op](const Tensor& a, const Tensor&) { return op(a); },
+          [kop](const Tensor& o, const Tensor& a, const Tensor&) {
+            K::registry().unary.get(Device::cpu(), DType::F32)(kop, o, a, 0.0, 0.0);
+          },
+          DType::F32, DType::F32, {kElems}};
+}
+
 const std::vector<Elementwise>& elementwise() {
   const Device cpu = Device::cpu();
   static const std::vector<Elementwise> v = {
@@ -185,6 +194,10 @@ const std::vector<Elementwise>& elementwise() {
          K::registry().unary.get(cpu, DType::F32)(K::UnaryOp::Relu, o, a, 0.0, 0.0);
        },
        DType::F32, DType::F32, {kElems}},
+      unary_f32("exp f32", "exp_f32", [](const Tensor& a) { return exp(a); }, K::UnaryOp::Exp),
+      unary_f32("tanh f32", "tanh_f32", [](const Tensor& a) { return tanh(a); }, K::UnaryOp::Tanh),
+      unary_f32("sigmoid f32", "sigmoid_f32", [](const Tensor& a) { return sigmoid(a); }, K::UnaryOp::Sigmoid),
+      unary_f32("gelu f32", "gelu_f32", [](const Tensor& a) { return gelu(a); }, K::UnaryOp::Gelu),
       {"cast f32->bf16", "cast_f32_bf16", 6 * kElems, [](const Tensor& a, const Tensor&) { return cast(a, DType::BF16); },
        [cpu](const Tensor& o, const Tensor& a, const Tensor&) { K::registry().copy.get(cpu, DType::BF16)(o, a); },
        DType::F32, DType::BF16, {kElems}},
