@@ -230,6 +230,22 @@ void for_each_image(int64_t N, F&& f) {
   });
 }
 
+// The column matrix [K, Pc] for output rows [oh0, oh1) of one image's group xg: for a pointwise
+// convolution the image itself when it is already in the compute type, else built in scratch
+// (widened, and gathered by im2col unless pointwise).
+template <class T, class C = compute_t<T>>
+const C* column_chunk(const T* xg, const Conv2dGeometry& g, const Dims& d, bool direct, int64_t oh0, int64_t oh1,
+                      std::vector<C>& scratch) {
+  if constexpr (std::is_same_v<T, C>) {
+    if (direct) return xg;
+  }
+  const int64_t Pc = (oh1 - oh0) * g.OW;
+  scratch.resize(d.K * Pc);
+  if (direct) load_block(xg, scratch.data(), d.K * Pc);
+  else im2col(xg, scratch.data(), g, d.Cg, oh0, oh1);
+  return scratch.data();
+}
+
 // Row-major matrices and their transposes, for gemm_raw.
 template <class T>
 MatrixRef<T> rows_of(const T* p, int64_t ld) { return {p, true, ld}; }
@@ -261,16 +277,7 @@ void conv2d_forward(const Tensor& y, const Tensor& x, const Tensor& w, const Ten
       }
       for (int64_t oh0 = 0; oh0 < g.OH; oh0 += rows) {
         const int64_t oh1 = std::min(g.OH, oh0 + rows), Pc = (oh1 - oh0) * g.OW;
-        const C* colp = nullptr;
-        if constexpr (!widen) {
-          if (direct) colp = xg;
-        }
-        if (!colp) {
-          s.a.resize(d.K * Pc);
-          if (direct) load_block(xg, s.a.data(), d.K * Pc);
-          else im2col(xg, s.a.data(), g, d.Cg, oh0, oh1);
-          colp = s.a.data();
-        }
+        const C* colp = column_chunk(xg, g, d, direct, oh0, oh1, s.a);
         C* y = out + oh0 * g.OW;  // [Og, Pc] with row stride P
         if (bp)
           for (int64_t o = 0; o < d.Og; ++o) std::fill_n(y + o * d.P, Pc, bp[grp * d.Og + o]);
@@ -373,16 +380,7 @@ void conv2d_weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, con
       if (d.K == 0 || d.P == 0) continue;
       for (int64_t oh0 = 0; oh0 < g.OH; oh0 += rows) {
         const int64_t oh1 = std::min(g.OH, oh0 + rows), Pc = (oh1 - oh0) * g.OW;
-        const C* colp = nullptr;
-        if constexpr (!widen) {
-          if (direct) colp = xg;
-        }
-        if (!colp) {
-          s.a.resize(d.K * Pc);
-          if (direct) load_block(xg, s.a.data(), d.K * Pc);
-          else im2col(xg, s.a.data(), g, d.Cg, oh0, oh1);
-          colp = s.a.data();
-        }
+        const C* colp = column_chunk(xg, g, d, direct, oh0, oh1, s.a);
         gemm_raw<C>(d.Og, d.K, Pc, rows_of(gyc + oh0 * g.OW, d.P), transposed(colp, Pc), gw_acc + grp * d.Og * d.K, d.K,
                     C(1), C(1));
       }
