@@ -360,6 +360,16 @@ TEST_CASE("special values in f32, bf16 and f16: the vectorized exp, log, tanh, s
   }
 }
 
+TEST_CASE("f32 GELU keeps its relative accuracy in the negative tail", "[reference][unary]") {
+  // x * Phi(x) for x in [-12, -1]: 1 + erf(x / sqrt 2) would cancel to nothing here in f32. The
+  // error left is exp's argument (-x^2 / 2) rounded in f32: ulp(72) / 2 ~ 4e-6 relative at x = -12.
+  Vec a = randv(2000, -12, -1, 77);
+  Tensor x = make(a, {2000}, DType::F32);
+  const Vec stored = x.to_vector<double>();
+  // The reference through erfc: f64's 1 + erf cancels too, from x = -8 on.
+  CHECK(close(gelu(x), {2000}, ref_map1(stored, [](double v) { return 0.5 * v * std::erfc(-v * kSqrt1_2); }), rtol_for(DType::F32) * 4) == "");
+}
+
 TEST_CASE("where matches the reference with broadcasting and promotion", "[reference][where]") {
   Vec c = randv(12, -1, 1, 21), a = randv(4, -5, 5, 22), b = randv(3, -5, 5, 23);
   Tensor cond = gt(make(c, {3, 4}), 0.0);
