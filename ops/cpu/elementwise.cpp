@@ -21,6 +21,51 @@ constexpr double kSqrt1_2 = 0.70710678118654752440;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 constexpr double kSqrt2OverPi = 0.79788456080286535588;
 
+// Elements per call of an array function: its temporaries (fixed-capacity arrays) stay in L1/L2.
+constexpr int64_t kArrayBlock = 2048;
+using BlockArray = Eigen::Array<float, Eigen::Dynamic, 1, Eigen::ColMajor, kArrayBlock, 1>;
+
+// erfc(z) for z >= 0 (NaN stays NaN), relative error < 1.2e-7 before f32 rounding (after it,
+// about ulp(z^2) relative: z^2 is rounded in exp's argument; 4e-6 at z = 8.5, where erfc ~ 1e-33):
+// t exp(-z^2 + P(t)), t = 1 / (1 + z / 2), P a degree-9 Chebyshev-derived polynomial.
+template <class A>
+BlockArray erfc_nonnegative(const A& z) {
+  const BlockArray t = 1.0f / (1.0f + 0.5f * z);
+  BlockArray p = BlockArray::Constant(t.size(), 0.17087277f);
+  for (float c : {-0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f, 0.09678418f, 0.37409196f, 1.00002368f,
+                  -1.26551223f})
+    p = c + t * p;
+  return t * (p - z.square()).exp();
+}
+
+// f(a, b, out) over blocks of at most kArrayBlock compute-type values of two operands (broadcast
+// or strided ones gathered, f16/bf16 widened), as Eigen array maps: for the fused activation
+// gradients whose transcendental parts vectorize only through Eigen's packet math.
+template <class T, class F>
+void binary_array_rows(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
+  using C = compute_t<T>;
+  using In = Eigen::Map<const Eigen::Array<C, Eigen::Dynamic, 1>>;
+  using Out = Eigen::Map<Eigen::Array<C, Eigen::Dynamic, 1>>;
+  T* o = static_cast<T*>(out.raw_data());
+  const T* pa = static_cast<const T*>(a.raw_data());
+  const T* pb = static_cast<const T*>(b.raw_data());
+  auto loop = make_loop<3>(out.shape(), {&out, &a, &b});
+  auto gather = [](const T* p, int64_t stride, C* dst, int64_t m) {
+    if (stride == 1) load_block(p, dst, m);
+    else for (int64_t i = 0; i < m; ++i) dst[i] = static_cast<C>(p[i * stride]);
+  };
+  for_each_row(loop, [&](const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& st) {
+    C xa[kArrayBlock], xb[kArrayBlock], z[kArrayBlock];
+    for (int64_t s = 0; s < n; s += kArrayBlock) {
+      const int64_t m = std::min(kArrayBlock, n - s);
+      gather(pa + off[1] + s * st[1], st[1], xa, m);
+      gather(pb + off[2] + s * st[2], st[2], xb, m);
+      f(In(xa, m), In(xb, m), Out(z, m));
+      store_block(z, o + off[0] + s, m);
+    }
+  });
+}
+
 // Applies f(x, y) -> z over rows; out is contiguous so its inner stride is 1.
 template <class T, class Out, class F>
 void binary_rows(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
@@ -63,6 +108,32 @@ void binary_rows(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
   });
 }
 
+// The f32 forms of the activation gradients with transcendental parts; false for other ops.
+template <class T>
+bool binary_vectorized(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, float al, float sc) {
+  auto run = [&](auto f) {
+    binary_array_rows<T>(out, a, b, f);
+    return true;
+  };
+  switch (op) {
+    case BinaryOp::GeluBackward:  // g * (Phi(x) + x phi(x)), Phi through erfc (no cancellation)
+      return run([](auto g, auto x, auto y) {
+        const auto e = erfc_nonnegative((x * float(kSqrt1_2)).abs());
+        const BlockArray cdf = 0.5f * (x >= 0.0f).select(2.0f - e, e);
+        y = g * (cdf + x * float(kInvSqrt2Pi) * (-0.5f * x.square()).exp());
+      });
+    case BinaryOp::GeluTanhBackward:
+      return run([](auto g, auto x, auto y) {
+        const BlockArray t = (float(kSqrt2OverPi) * (x + 0.044715f * x.cube())).tanh();
+        const BlockArray dt = (1.0f - t.square()) * float(kSqrt2OverPi) * (1.0f + float(3 * 0.044715) * x.square());
+        y = g * (0.5f * (1.0f + t) + 0.5f * x * dt);
+      });
+    case BinaryOp::SoftplusBackward:
+      return run([al, sc](auto g, auto x, auto y) { y = (al * x > sc).select(g, g * (al * x).logistic()); });
+    default: return false;
+  }
+}
+
 template <class T>
 void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b_in, double scalar, double alpha) {
   using C = compute_t<T>;
@@ -82,6 +153,9 @@ void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor&
       if (scalar_operand) return binary_rows<T, T>(out, a, b, [f, sc](C x, C) -> C { return f(x, sc); });
     binary_rows<T, T>(out, a, b, f);
   };
+  if constexpr (std::is_same_v<C, float>) {
+    if (!scalar_operand && binary_vectorized<T>(op, out, a, b, al, sc)) return;
+  }
   auto cmp = [&](auto f) { binary_rows<T, bool>(out, a, b, f); };
   if (op >= BinaryOp::Eq && op <= BinaryOp::Ge) {
     switch (op) {
@@ -188,10 +262,6 @@ void unary_rows(const Tensor& out, const Tensor& x, F f) {
   });
 }
 
-// Elements per call of an array function: its temporaries (fixed-capacity arrays) stay in L1/L2.
-constexpr int64_t kArrayBlock = 2048;
-using BlockArray = Eigen::Array<float, Eigen::Dynamic, 1, Eigen::ColMajor, kArrayBlock, 1>;
-
 // Applies f(in, out) to contiguous blocks of at most kArrayBlock compute-type values, as Eigen
 // array maps: in place when the row is contiguous f32, else gathered (and widened) first.
 template <class T, class F>
@@ -221,19 +291,6 @@ void unary_array_rows(const Tensor& out, const Tensor& x, F f) {
       store_block(z, op + s, m);
     }
   });
-}
-
-// erfc(z) for z >= 0 (NaN stays NaN), relative error < 1.2e-7 before f32 rounding (after it,
-// about ulp(z^2) relative: z^2 is rounded in exp's argument; 4e-6 at z = 8.5, where erfc ~ 1e-33):
-// t exp(-z^2 + P(t)), t = 1 / (1 + z / 2), P a degree-9 Chebyshev-derived polynomial.
-template <class A>
-BlockArray erfc_nonnegative(const A& z) {
-  const BlockArray t = 1.0f / (1.0f + 0.5f * z);
-  BlockArray p = BlockArray::Constant(t.size(), 0.17087277f);
-  for (float c : {-0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f, 0.09678418f, 0.37409196f, 1.00002368f,
-                  -1.26551223f})
-    p = c + t * p;
-  return t * (p - z.square()).exp();
 }
 
 // The f32 forms of the transcendental unary ops; false when op has none (it runs scalar).
