@@ -1,6 +1,8 @@
 #include "framework/cpu_allocator.h"
 
+#include <cstdint>
 #include <cstdlib>
+#include <new>
 #include <map>
 #include <mutex>
 #include <string>
@@ -19,7 +21,8 @@ size_t limit_from_env() {
   if (!v || !*v) return size_t{256} << 20;
   char* end = nullptr;
   const unsigned long long mb = std::strtoull(v, &end, 10);
-  MINIDL_CHECK(end && *end == '\0', "cpu allocator", "MINIDL_CPU_CACHE_MB must be a whole number of MiB, got '", v, "'");
+  MINIDL_CHECK(v[0] >= '0' && v[0] <= '9' && end && *end == '\0' && mb <= (SIZE_MAX >> 21), "cpu allocator",
+               "MINIDL_CPU_CACHE_MB must be a whole number of MiB, got '", v, "'");
   return static_cast<size_t>(mb) << 20;
 }
 
@@ -37,6 +40,8 @@ class CpuAllocator final : public Allocator {
  public:
   void* allocate(size_t nbytes) override {
     if (nbytes == 0) return nullptr;
+    MINIDL_CHECK(nbytes <= static_cast<size_t>(PTRDIFF_MAX) / 2, "cpu allocator", "cannot allocate ", nbytes,
+                 " bytes (larger than the address space)");
     const size_t size = rounded_size(nbytes);
     if (size >= kLargeBlock) {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -64,9 +69,12 @@ class CpuAllocator final : public Allocator {
     if (p && size >= kLargeBlock) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (cached_ + size <= limit_) {
-        free_.emplace(size, p);
-        cached_ += size;
-        return;
+        try {
+          free_.emplace(size, p);
+          cached_ += size;
+          return;
+        } catch (const std::bad_alloc&) {  // no memory for the cache's node: free the block instead
+        }
       }
     }
     std::free(p);

@@ -202,8 +202,8 @@ struct PoisonAllocator final : Allocator {
   void deallocate(void* p, size_t nbytes) override { base->deallocate(p, nbytes); }
 };
 
-// Installs the poisoning allocator for a scope (both hand memory to the same aligned malloc/free,
-// so blocks may be freed by either).
+// Installs the poisoning allocator for a scope (it delegates to the CPU allocator, so blocks may
+// be freed by either).
 struct PoisonScope {
   Allocator* prev;
   PoisonAllocator poison;

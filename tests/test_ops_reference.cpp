@@ -370,6 +370,35 @@ TEST_CASE("f32 GELU keeps its relative accuracy in the negative tail", "[referen
   CHECK(close(gelu(x), {2000}, ref_map1(stored, [](double v) { return 0.5 * v * std::erfc(-v * kSqrt1_2); }), rtol_for(DType::F32) * 4) == "");
 }
 
+TEST_CASE("f32 exp, log and sigmoid keep ulp accuracy at the ends of the f32 range", "[reference][unary]") {
+  // exp near overflow (finite up to 88.72) and into the subnormals, log of subnormals, and sigmoid
+  // for large negative inputs (a tiny result that must keep its relative accuracy).
+  const Vec xe{88.5, 88.7, -88.0, -95.0, -100.0, -103.0, 88.8, -104.0};
+  const Vec xl{1e-40, 1e-45, 3e-39, 1.2e-38};
+  const Vec xs{-9.5, -12.0, -20.0, -30.0, -40.0, -50.0, -60.0, -80.0};
+  auto check = [](const char* name, const Tensor& got, const Vec& want, double rtol) {
+    INFO(name);
+    CHECK(close(got, got.shape(), want, rtol, 0) == "");
+  };
+  const Tensor e = make(xe, {8}, DType::F32), l = make(xl, {4}, DType::F32), s = make(xs, {8}, DType::F32);
+  auto ref = [](const Tensor& t, double (*f)(double)) {
+    Vec out;
+    for (double v : t.to_vector<double>()) out.push_back(static_cast<float>(f(v)));  // rounded to f32
+    return out;
+  };
+  // Subnormal results carry fewer digits: compare them in units of the smallest subnormal.
+  const Tensor got_exp = exp(e);
+  const Vec want_exp = ref(e, [](double v) { return std::exp(v); });
+  for (int k = 0; k < 8; ++k) {
+    INFO("exp(" << xe[k] << ")");
+    const double g = got_exp.to_vector<double>()[k], w = want_exp[k];
+    if (std::isinf(w)) CHECK(std::isinf(g));
+    else CHECK(std::abs(g - w) <= 8 * std::numeric_limits<float>::epsilon() * std::abs(w) + 2 * std::numeric_limits<float>::denorm_min());
+  }
+  check("log", log(l), ref(l, [](double v) { return std::log(v); }), 4 * std::numeric_limits<float>::epsilon());
+  check("sigmoid", sigmoid(s), ref(s, [](double v) { return 1 / (1 + std::exp(-v)); }), 8 * std::numeric_limits<float>::epsilon());
+}
+
 TEST_CASE("where matches the reference with broadcasting and promotion", "[reference][where]") {
   Vec c = randv(12, -1, 1, 21), a = randv(4, -5, 5, 22), b = randv(3, -5, 5, 23);
   Tensor cond = gt(make(c, {3, 4}), 0.0);

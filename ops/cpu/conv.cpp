@@ -375,7 +375,7 @@ void conv2d_weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, con
       if (gb_acc)
         for (int64_t o = 0; o < d.Og; ++o) {
           const C* r = gyc + o * d.P;
-          gb_acc[grp * d.Og + o] += std::accumulate(r, r + d.P, C(0));
+          gb_acc[grp * d.Og + o] += static_cast<C>(std::accumulate(r, r + d.P, 0.0));  // f64: long rows
         }
       if (d.K == 0 || d.P == 0) continue;
       for (int64_t oh0 = 0; oh0 < g.OH; oh0 += rows) {

@@ -1,7 +1,7 @@
 // CPU element-wise kernels: binary (with broadcasting and fused activation backward), unary and
 // where. f32/f64 run directly in vectorizable loops; f16/bf16 rows are widened to f32 in blocks,
 // computed, and narrowed back. Transcendental unary ops in f32 (and f16/bf16) run on Eigen's packet
-// math (AVX-512 exp, log, tanh, logistic): std::exp and friends do not vectorize, and were up to
+// math (AVX-512 exp, log, tanh): std::exp and friends do not vectorize, and were up to
 // 30x slower; f64 keeps the C library's functions (the gradient checks' reference precision).
 // The exact GELU does not use 1 + erf(x / sqrt 2), which cancels for negative x, but
 // erfc(|x| / sqrt 2) from a Chebyshev fit with relative error < 1.2e-7 everywhere (Numerical
@@ -20,6 +20,7 @@ namespace {
 constexpr double kSqrt1_2 = 0.70710678118654752440;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 constexpr double kSqrt2OverPi = 0.79788456080286535588;
+constexpr double kLn2 = 0.69314718055994530942;
 
 // Elements per call of an array function: its temporaries (fixed-capacity arrays) stay in L1/L2.
 constexpr int64_t kArrayBlock = 2048;
@@ -129,7 +130,7 @@ bool binary_vectorized(BinaryOp op, const Tensor& out, const Tensor& a, const Te
         y = g * (0.5f * (1.0f + t) + 0.5f * x * dt);
       });
     case BinaryOp::SoftplusBackward:
-      return run([al, sc](auto g, auto x, auto y) { y = (al * x > sc).select(g, g * (al * x).logistic()); });
+      return run([al, sc](auto g, auto x, auto y) { y = (al * x > sc).select(g, g / (1.0f + (-al * x).exp())); });
     default: return false;
   }
 }
@@ -301,10 +302,18 @@ bool unary_vectorized(UnaryOp op, const Tensor& out, const Tensor& x, float a, f
     return true;
   };
   switch (op) {
-    case UnaryOp::Exp: return run([](auto v, auto y) { y = v.exp(); });
-    case UnaryOp::Log: return run([](auto v, auto y) { y = v.log(); });
+    case UnaryOp::Exp:
+      // Eigen's exp overflows from 88.38 (f32 reaches 88.72) and flushes results below 2^-126 to 0;
+      // there exp(v / 2)^2 gives the finite and the subnormal values.
+      return run([](auto v, auto y) { y = (v.abs() < 87.0f).select(v.exp(), (0.5f * v).exp().square()); });
+    case UnaryOp::Log:
+      // Eigen's log clamps subnormal inputs to the smallest normal: scale them up by 2^23 first.
+      return run([](auto v, auto y) {
+        y = (v < std::numeric_limits<float>::min()).select((v * 0x1p23f).log() - 23.0f * float(kLn2), v.log());
+      });
     case UnaryOp::Tanh: return run([](auto v, auto y) { y = v.tanh(); });
-    case UnaryOp::Sigmoid: return run([](auto v, auto y) { y = v.logistic(); });
+    // Not Eigen's logistic(): its 0.5 + p/q cancels for negative inputs (1e-4 relative error).
+    case UnaryOp::Sigmoid: return run([](auto v, auto y) { y = 1.0f / (1.0f + (-v).exp()); });
     case UnaryOp::Gelu:
       return run([](auto v, auto y) {
         const auto e = erfc_nonnegative((v * float(kSqrt1_2)).abs());
