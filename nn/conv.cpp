@@ -60,7 +60,7 @@ Tensor AdaptiveAvgPool2d::forward(const Tensor& x) {
 }
 std::string AdaptiveAvgPool2d::describe() const { return detail::concat("AdaptiveAvgPool2d(", out_[0], "x", out_[1], ")"); }
 
-BatchNorm::BatchNorm(int64_t features, int expected_dims, double eps, double momentum, bool affine)
+BatchNorm::BatchNorm(int64_t features, int expected_dims, double eps, std::optional<double> momentum, bool affine)
     : features_(features), expected_dims_(expected_dims), eps_(eps), momentum_(momentum) {
   MINIDL_CHECK(features > 0, type_name(), "num_features must be positive, got ", features);
   if (affine) {
@@ -76,15 +76,19 @@ Tensor BatchNorm::forward(const Tensor& x) {
   auto scope = forward_scope();
   const bool ok = expected_dims_ == 2 ? (x.dim() == 2 || x.dim() == 3) : x.dim() == 4;
   MINIDL_CHECK(ok, type_name(), "expected ", expected_dims_ == 2 ? "2D or 3D" : "4D", " input, got ", x.meta_str());
+  double factor = momentum_.value_or(0.0);
   if (is_training()) {
     NoGradGuard ng;
     num_batches_tracked.add_(ones({}, DType::I64));
+    // momentum None: cumulative moving average, as PyTorch.
+    if (!momentum_) factor = 1.0 / static_cast<double>(num_batches_tracked.item_int());
   }
-  return batch_norm(x, running_mean, running_var, weight, bias, is_training(), momentum_, eps_);
+  return batch_norm(x, running_mean, running_var, weight, bias, is_training(), factor, eps_);
 }
 
 std::string BatchNorm::describe() const {
-  return detail::concat(type_name(), "(", features_, ", eps ", eps_, ", momentum ", momentum_, weight.defined() ? ", affine)" : ")");
+  const std::string momentum = momentum_ ? detail::concat(*momentum_) : "None";
+  return detail::concat(type_name(), "(", features_, ", eps ", eps_, ", momentum ", momentum, weight.defined() ? ", affine)" : ")");
 }
 
 Dropout2d::Dropout2d(double p) : p_(p) {

@@ -2,6 +2,7 @@
 // Dropout2d, as modules over the ops in ops/nn_ops.h (PyTorch's defaults and initialisation).
 #pragma once
 #include <array>
+#include <optional>
 
 #include "nn/module.h"
 #include "ops/nn_ops.h"
@@ -85,9 +86,12 @@ class AdaptiveAvgPool2d : public Layer {
 
 // BatchNorm over [N, C] (1d) or [N, C, H, W] (2d). Under autocast it takes a low-precision input
 // with its f32 weight and running statistics, computes statistics in f32 and returns the input dtype.
+// momentum nullopt (PyTorch's momentum=None): the running statistics are the cumulative average
+// over all training batches (factor 1 / num_batches_tracked).
 class BatchNorm : public Layer {
  public:
-  BatchNorm(int64_t features, int expected_dims, double eps = 1e-5, double momentum = 0.1, bool affine = true);
+  BatchNorm(int64_t features, int expected_dims, double eps = 1e-5, std::optional<double> momentum = 0.1,
+            bool affine = true);
   Tensor forward(const Tensor& x) override;
   std::string describe() const override;
   std::string type_name() const override { return expected_dims_ == 2 ? "BatchNorm1d" : "BatchNorm2d"; }
@@ -97,14 +101,15 @@ class BatchNorm : public Layer {
  private:
   int64_t features_;
   int expected_dims_;
-  double eps_, momentum_;
+  double eps_;
+  std::optional<double> momentum_;
 };
 struct BatchNorm1d : BatchNorm {
-  explicit BatchNorm1d(int64_t features, double eps = 1e-5, double momentum = 0.1, bool affine = true)
+  explicit BatchNorm1d(int64_t features, double eps = 1e-5, std::optional<double> momentum = 0.1, bool affine = true)
       : BatchNorm(features, 2, eps, momentum, affine) {}
 };
 struct BatchNorm2d : BatchNorm {
-  explicit BatchNorm2d(int64_t features, double eps = 1e-5, double momentum = 0.1, bool affine = true)
+  explicit BatchNorm2d(int64_t features, double eps = 1e-5, std::optional<double> momentum = 0.1, bool affine = true)
       : BatchNorm(features, 4, eps, momentum, affine) {}
 };
 

@@ -1,0 +1,241 @@
+// nn against torch.nn on cases a PyTorch user would check: loss modules with weights,
+// ignore_index and pos_weight, mean over an empty batch, activation defaults, Dropout at p = 0 and
+// p = 1, BatchNorm running statistics (unbiased variance, momentum None), default init bounds of
+// Conv2d with groups, and clip_grad_norm_'s coefficient. Expected values come from PyTorch's
+// documented formulas, written out here in double.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <numbers>
+
+#include "framework/generator.h"
+#include "gradcheck.h"
+#include "minidl.h"
+#include "nn/nn.h"
+
+using namespace minidl;
+using minidl::testing::max_abs_diff;
+
+namespace {
+// log_softmax of one row, in double.
+std::vector<double> log_softmax_row(const std::vector<double>& x) {
+  double m = -INFINITY, s = 0;
+  for (double v : x) m = std::max(m, v);
+  for (double v : x) s += std::exp(v - m);
+  std::vector<double> out;
+  for (double v : x) out.push_back(v - m - std::log(s));
+  return out;
+}
+}  // namespace
+
+TEST_CASE("CrossEntropyLoss with weights and an in-range ignore_index averages over kept target weights", "[nn][parity][loss]") {
+  const std::vector<std::vector<double>> rows = {{0.5, -1.0, 2.0}, {1.5, 0.25, -0.5}, {-2.0, 1.0, 0.0}, {0.0, 3.0, 1.0}};
+  const std::vector<int64_t> t = {2, 1, 0, 1};  // class 1 is the ignore_index: rows 1 and 3 do not count
+  const std::vector<double> w = {0.5, 2.0, 4.0};
+  std::vector<double> flat;
+  for (const auto& r : rows) flat.insert(flat.end(), r.begin(), r.end());
+  Tensor x = from_vector<double>(flat, {4, 3});
+  Tensor target = from_vector<int64_t>(t, {4});
+  std::vector<double> none(4, 0.0);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (t[i] == 1) continue;
+    none[i] = -w[t[i]] * log_softmax_row(rows[i])[t[i]];
+    num += none[i];
+    den += w[t[i]];
+  }
+  auto opts = nn::CrossEntropyLossOptions().weight(from_vector<double>(w)).ignore_index(1);
+  CHECK(nn::CrossEntropyLoss(opts).forward(x, target).item() == Approx(num / den).epsilon(1e-14));
+  CHECK(nn::CrossEntropyLoss(opts.reduction(Reduction::Sum)).forward(x, target).item() == Approx(num).epsilon(1e-14));
+  std::vector<double> got = nn::CrossEntropyLoss(opts.reduction(Reduction::None)).forward(x, target).to_vector<double>();
+  REQUIRE(got.size() == 4);
+  CHECK(got[1] == 0.0);
+  CHECK(got[3] == 0.0);
+  CHECK(got[0] == Approx(none[0]).epsilon(1e-14));
+  CHECK(got[2] == Approx(none[2]).epsilon(1e-14));
+  // Unweighted (the fused path): the mean divides by the number of kept targets, 2, not 4.
+  const double plain = (-log_softmax_row(rows[0])[2] - log_softmax_row(rows[2])[0]) / 2.0;
+  CHECK(nn::CrossEntropyLoss(nn::CrossEntropyLossOptions().ignore_index(1)).forward(x, target).item() ==
+        Approx(plain).epsilon(1e-14));
+  // NLLLoss on the log-probabilities: the same weighted mean.
+  Tensor logp = log_softmax(x, 1);
+  CHECK(nn::NLLLoss(nn::NLLLossOptions().weight(from_vector<double>(w)).ignore_index(1)).forward(logp, target).item() ==
+        Approx(num / den).epsilon(1e-14));
+}
+
+TEST_CASE("mean reduction over an empty batch is NaN, sum is 0, as torch", "[nn][parity][loss]") {
+  Tensor logits = zeros({0, 3});
+  Tensor idx = zeros({0}, DType::I64);
+  CHECK(std::isnan(nn::CrossEntropyLoss().forward(logits, idx).item()));
+  CHECK(nn::CrossEntropyLoss(nn::CrossEntropyLossOptions().reduction(Reduction::Sum)).forward(logits, idx).item() == 0.0);
+  CHECK(std::isnan(nn::CrossEntropyLoss(nn::CrossEntropyLossOptions().weight(ones({3}))).forward(logits, idx).item()));
+  CHECK(std::isnan(nn::CrossEntropyLoss().forward(logits, zeros({0, 3})).item()));  // class probabilities
+  CHECK(std::isnan(nn::NLLLoss().forward(logits, idx).item()));
+  Tensor e = zeros({0});
+  CHECK(std::isnan(nn::MSELoss().forward(e, e).item()));
+  CHECK(nn::MSELoss(Reduction::Sum).forward(e, e).item() == 0.0);
+  CHECK(std::isnan(nn::L1Loss().forward(e, e).item()));
+  CHECK(std::isnan(nn::BCEWithLogitsLoss().forward(e, e).item()));
+  CHECK(std::isnan(nn::BCELoss().forward(e, e).item()));
+}
+
+TEST_CASE("BCEWithLogitsLoss broadcasts pos_weight and weight over the class dim", "[nn][parity][loss]") {
+  // x = 0: softplus(-x) = log 2 and sigmoid(x) = 1/2, so loss = w_c log2 (y ? pw_c : 1) and
+  // d loss / dx = w_c (l / 2 - pw_c y) with l = 1 + (pw_c - 1) y.
+  Tensor x = zeros({2, 3}, DType::F64).requires_grad_();
+  Tensor y = from_vector<double>({1, 0, 1, 0, 1, 1}, {2, 3});
+  Tensor pw = from_vector<double>({3, 0.5, 2});
+  Tensor w = from_vector<double>({2, 1, 0.25});
+  nn::BCEWithLogitsLoss loss(nn::BCELossOptions().pos_weight(pw).weight(w));
+  CHECK(loss.state_dict().keys() == std::vector<std::string>{"weight", "pos_weight"});
+  const double l2 = std::log(2.0);
+  // Terms: row 0: 2*3, 1*1, 0.25*2; row 1: 2*1, 1*0.5, 0.25*2  (times log 2).
+  const std::vector<double> want = {6 * l2, 1 * l2, 0.5 * l2, 2 * l2, 0.5 * l2, 0.5 * l2};
+  std::vector<double> none = nn::BCEWithLogitsLoss(nn::BCELossOptions().pos_weight(pw).weight(w).reduction(Reduction::None))
+                                 .forward(x.detach(), y)
+                                 .to_vector<double>();
+  for (size_t i = 0; i < want.size(); ++i) CHECK(none[i] == Approx(want[i]).epsilon(1e-15));
+  Tensor mean = loss(x, y);
+  CHECK(mean.item() == Approx(10.5 * l2 / 6).epsilon(1e-15));
+  mean.backward();
+  // w (l/2 - pw y) / 6: row 0: 2(1.5-3), 1(0.5), 0.25(1-2); row 1: 2(0.5), 1(0.25-0.5), 0.25(1-2).
+  const std::vector<double> g = {-3.0 / 6, 0.5 / 6, -0.25 / 6, 1.0 / 6, -0.25 / 6, -0.25 / 6};
+  std::vector<double> got = x.grad().to_vector<double>();
+  for (size_t i = 0; i < g.size(); ++i) CHECK(got[i] == Approx(g[i]).epsilon(1e-15));
+}
+
+TEST_CASE("LeakyReLU defaults to slope 0.01 and GELU tanh uses the tanh formula", "[nn][parity][activation]") {
+  Tensor x = from_vector<float>({-2, 3});
+  CHECK(nn::LeakyReLU().forward(x).to_vector<float>() == std::vector<float>{-2 * 0.01f, 3});
+  CHECK(nn::functional::leaky_relu(x).to_vector<float>() == std::vector<float>{-2 * 0.01f, 3});
+  CHECK(nn::LeakyReLU().describe() == "LeakyReLU(negative_slope=0.01)");
+  const std::vector<double> v = {-1.5, -0.5, 1.0, 2.0};
+  Tensor xd = from_vector<double>(v);
+  std::vector<double> tanh_y = nn::GELU(nn::GELUOptions().approximate("tanh")).forward(xd).to_vector<double>();
+  std::vector<double> exact_y = nn::GELU().forward(xd).to_vector<double>();
+  for (size_t i = 0; i < v.size(); ++i) {
+    const double a = v[i];
+    const double want_tanh = 0.5 * a * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (a + 0.044715 * a * a * a)));
+    const double want_exact = 0.5 * a * (1 + std::erf(a / std::sqrt(2.0)));
+    CHECK(tanh_y[i] == Approx(want_tanh).epsilon(1e-12));
+    CHECK(exact_y[i] == Approx(want_exact).epsilon(1e-12));
+  }
+  CHECK(std::fabs(tanh_y[2] - exact_y[2]) > 1e-4);  // the two forms really differ at x = 1
+  CHECK_THROWS_WITH(nn::GELU(nn::GELUOptions().approximate("fast")), Catch::Contains("'none' or 'tanh'"));
+}
+
+TEST_CASE("Dropout at p = 0 and p = 1, and the 1/(1-p) scale", "[nn][parity][dropout]") {
+  Generator gen(3);
+  Tensor x = from_vector<float>({1, -2, 3, 4, 5, -6, 7, 8}).requires_grad_();
+  nn::Dropout keep_all(0.0, &gen);
+  CHECK(max_abs_diff(keep_all.forward(x), x) == 0.0);
+  nn::Dropout drop_all(1.0, &gen);
+  Tensor y = drop_all.forward(x);
+  CHECK(y.to_vector<float>() == std::vector<float>(8, 0.0f));
+  sum(y).backward();
+  CHECK(x.grad().to_vector<float>() == std::vector<float>(8, 0.0f));  // connected, zero gradient
+  drop_all.eval();
+  CHECK(max_abs_diff(drop_all.forward(x), x) == 0.0);  // eval: the identity even at p = 1
+  nn::Dropout half(0.5, &gen);
+  std::vector<float> h = half.forward(x.detach()).to_vector<float>();
+  std::vector<float> xs = x.detach().to_vector<float>();
+  for (size_t i = 0; i < h.size(); ++i) CHECK((h[i] == 0.0f || h[i] == 2 * xs[i]));
+}
+
+TEST_CASE("BatchNorm normalizes with the biased variance and tracks the unbiased one", "[nn][parity][batchnorm]") {
+  nn::BatchNorm1d bn(1);
+  CHECK(bn.state_dict().keys() ==
+        std::vector<std::string>{"weight", "bias", "running_mean", "running_var", "num_batches_tracked"});
+  Tensor x = from_vector<float>({1, 2, 3, 6}, {4, 1});
+  // mean 3, biased variance 14/4 = 3.5, unbiased 14/3; eps 1e-5.
+  std::vector<float> y = bn.forward(x).to_vector<float>();
+  const std::vector<double> xs = {1, 2, 3, 6};
+  for (size_t i = 0; i < 4; ++i) CHECK(y[i] == Approx((xs[i] - 3) / std::sqrt(3.5 + 1e-5)).epsilon(1e-6));
+  CHECK(bn.running_mean.item() == Approx(0.1 * 3).epsilon(1e-6));
+  CHECK(bn.running_var.item() == Approx(0.9 + 0.1 * 14.0 / 3.0).epsilon(1e-6));
+  CHECK(bn.num_batches_tracked.item_int() == 1);
+  bn.eval();
+  std::vector<float> e = bn.forward(x).to_vector<float>();
+  CHECK(e[3] == Approx((6 - 0.3) / std::sqrt(0.9 + 0.1 * 14.0 / 3.0 + 1e-5)).epsilon(1e-6));
+  CHECK(bn.num_batches_tracked.item_int() == 1);  // eval does not count
+}
+
+TEST_CASE("BatchNorm with momentum None keeps the cumulative average of the batch statistics", "[nn][parity][batchnorm]") {
+  nn::BatchNorm1d bn(1, 1e-5, std::nullopt);
+  CHECK(bn.describe() == "BatchNorm1d(1, eps 1e-05, momentum None, affine)");
+  // Batch 1: mean 3, unbiased var 14/3 (factor 1: the statistics themselves).
+  bn.forward(from_vector<float>({1, 2, 3, 6}, {4, 1}));
+  CHECK(bn.running_mean.item() == Approx(3.0).epsilon(1e-6));
+  CHECK(bn.running_var.item() == Approx(14.0 / 3.0).epsilon(1e-6));
+  // Batch 2: mean 1, unbiased var (1 + 1 + 1 + 9) / 3 = 4 (factor 1/2).
+  bn.forward(from_vector<float>({0, 0, 0, 4}, {4, 1}));
+  CHECK(bn.running_mean.item() == Approx(2.0).epsilon(1e-6));
+  CHECK(bn.running_var.item() == Approx((14.0 / 3.0 + 4.0) / 2.0).epsilon(1e-6));
+  // Batch 3: mean 5, unbiased var 0 (factor 1/3).
+  bn.forward(from_vector<float>({5, 5, 5, 5}, {4, 1}));
+  CHECK(bn.running_mean.item() == Approx(3.0).epsilon(1e-6));
+  CHECK(bn.running_var.item() == Approx((14.0 / 3.0 + 4.0) / 3.0).epsilon(1e-6));
+  CHECK(bn.num_batches_tracked.item_int() == 3);
+  nn::BatchNorm2d bn2(2, 1e-5, std::nullopt);
+  bn2.forward(from_vector<float>({0, 2, 4, 6, 1, 1, 1, 1}, {1, 2, 2, 2}));
+  CHECK(bn2.running_mean.to_vector<float>() == std::vector<float>{3, 1});
+}
+
+TEST_CASE("Conv2d's default init bounds use fan_in = in/groups * kh * kw", "[nn][parity][init]") {
+  Generator gen(21);
+  // in 8, groups 4: weight [64, 2, 3, 3], fan_in 18; bound 1/sqrt(18) for the weight and the bias.
+  nn::Conv2d conv(nn::Conv2dOptions(8, 64, 3).groups(4), &gen);
+  REQUIRE(conv.weight.shape() == Shape{64, 2, 3, 3});
+  const double bound = 1.0 / std::sqrt(18.0);
+  std::vector<float> w = conv.weight.to_vector<float>();
+  float lo = 1, hi = -1;
+  for (float v : w) lo = std::min(lo, v), hi = std::max(hi, v);
+  CHECK(hi <= bound);
+  CHECK(lo >= -bound);
+  CHECK(hi > 0.95 * bound);  // 1152 draws: the range is used (not the groups-1 bound 1/sqrt(72))
+  CHECK(lo < -0.95 * bound);
+  std::vector<float> b = conv.bias.to_vector<float>();
+  float bmax = 0;
+  for (float v : b) bmax = std::max(bmax, std::fabs(v));
+  CHECK(bmax <= bound);
+  CHECK(bmax > 0.5 * bound);
+}
+
+TEST_CASE("kaiming_normal_ fan_out with leaky_relu slope a and xavier with the tanh gain", "[nn][parity][init]") {
+  Generator gen(8);
+  Tensor w = empty({64, 32, 5, 5});  // fan_in 800, fan_out 1600; 51200 draws
+  auto sd_of = [](const Tensor& t) {
+    std::vector<double> v = t.to_vector<double>();
+    double s = 0, s2 = 0;
+    for (double x : v) s += x, s2 += x * x;
+    const double m = s / v.size();
+    return std::sqrt(s2 / v.size() - m * m);
+  };
+  nn::init::kaiming_normal_(w, 0.2, nn::init::FanMode::FanOut, nn::init::Nonlinearity::LeakyReLU, &gen);
+  CHECK(sd_of(w) == Approx(std::sqrt(2.0 / 1.04) / std::sqrt(1600.0)).epsilon(0.02));
+  nn::init::kaiming_normal_(w, 0.0, nn::init::FanMode::FanIn, nn::init::Nonlinearity::ReLU, &gen);
+  CHECK(sd_of(w) == Approx(std::sqrt(2.0 / 800.0)).epsilon(0.02));
+  nn::init::xavier_uniform_(w, nn::init::calculate_gain(nn::init::Nonlinearity::Tanh), &gen);
+  CHECK(sd_of(w) == Approx(5.0 / 3.0 * std::sqrt(2.0 / 2400.0)).epsilon(0.02));
+}
+
+TEST_CASE("clip_grad_norm_ scales by max_norm / (total + 1e-6) even when max_norm equals the norm", "[nn][parity][clip]") {
+  Tensor a = zeros({2}, DType::F64).requires_grad_();
+  a.set_grad(from_vector<double>({-5, 12}));
+  // total 13, coef 13 / (13 + 1e-6) < 1: PyTorch scales (it clamps only at 1).
+  CHECK(nn::utils::clip_grad_norm_({a}, 13.0) == 13.0);
+  CHECK(a.grad().to_vector<double>()[1] == 12 * (13.0 / (13.0 + 1e-6)));
+  CHECK(a.grad().to_vector<double>()[1] != 12.0);
+  // The infinity norm is the largest magnitude, negative entries included.
+  a.set_grad(from_vector<double>({-5, 3}));
+  CHECK(nn::utils::clip_grad_norm_({a}, 1.0, nn::utils::kInfNorm) == 5.0);
+  CHECK(a.grad().to_vector<double>()[0] == -5 * (1.0 / (5.0 + 1e-6)));
+  // A NaN gradient: error_if_nonfinite throws, otherwise the NaN norm is returned.
+  a.set_grad(from_vector<double>({NAN, 1}));
+  CHECK_THROWS_WITH(nn::utils::clip_grad_norm_({a}, 1.0, 2.0, true), Catch::Contains("non-finite"));
+  CHECK(std::isnan(nn::utils::clip_grad_norm_({a}, 1.0)));
+  // clip_grad_value_ keeps NaN (torch.clamp does).
+  a.set_grad(from_vector<double>({NAN, -7}));
+  nn::utils::clip_grad_value_({a}, 2.0);
+  CHECK(std::isnan(a.grad().to_vector<double>()[0]));
+  CHECK(a.grad().to_vector<double>()[1] == -2.0);
+}
