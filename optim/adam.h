@@ -72,7 +72,7 @@ class Adam : public Optimizer {
  public:
   Adam(std::vector<ParamGroup> groups, const AdamOptions& defaults = {});
   Adam(std::vector<Tensor> params, const AdamOptions& defaults)
-      : Adam(std::vector<ParamGroup>{ParamGroup(std::move(params))}, defaults) {}
+      : Adam(single_group(std::move(params)), defaults) {}
   void step() override;
 };
 
@@ -80,7 +80,7 @@ class AdamW : public Optimizer {
  public:
   AdamW(std::vector<ParamGroup> groups, const AdamWOptions& defaults = {});
   AdamW(std::vector<Tensor> params, const AdamWOptions& defaults)
-      : AdamW(std::vector<ParamGroup>{ParamGroup(std::move(params))}, defaults) {}
+      : AdamW(single_group(std::move(params)), defaults) {}
   void step() override;
 };
 

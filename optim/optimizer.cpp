@@ -36,7 +36,14 @@ size_t parse_index(const std::string& text, const std::string& op, const std::st
 
 Optimizer::Optimizer(std::string name, std::vector<ParamGroup> groups, std::unique_ptr<OptimizerOptions> defaults)
     : name_(std::move(name)), defaults_(std::move(defaults)) {
+  MINIDL_CHECK(!groups.empty(), name_, "optimizer got an empty parameter list");
   for (auto& g : groups) add_param_group(std::move(g));
+}
+
+std::vector<ParamGroup> Optimizer::single_group(std::vector<Tensor> params) {
+  std::vector<ParamGroup> groups;
+  if (!params.empty()) groups.emplace_back(std::move(params));
+  return groups;
 }
 
 void Optimizer::add_param_group(ParamGroup group) {

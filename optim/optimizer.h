@@ -95,7 +95,11 @@ class Optimizer {
   void load_state_dict(const StateDict& state);
 
  protected:
+  // Refuses an empty list of groups (PyTorch: "optimizer got an empty parameter list").
   Optimizer(std::string name, std::vector<ParamGroup> groups, std::unique_ptr<OptimizerOptions> defaults);
+  // The groups of a plain parameter list: one group, or none when the list is empty (an error, as
+  // torch.optim.SGD([]) is).
+  static std::vector<ParamGroup> single_group(std::vector<Tensor> params);
   template <class O>
   static const O& options_of(const ParamGroup& g) {
     return static_cast<const O&>(*g.options);

@@ -33,7 +33,7 @@ class SGD : public Optimizer {
  public:
   SGD(std::vector<ParamGroup> groups, const SGDOptions& defaults = {});
   SGD(std::vector<Tensor> params, const SGDOptions& defaults)
-      : SGD(std::vector<ParamGroup>{ParamGroup(std::move(params))}, defaults) {}
+      : SGD(single_group(std::move(params)), defaults) {}
   void step() override;
 };
 
