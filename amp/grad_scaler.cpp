@@ -97,7 +97,9 @@ void GradScaler::unscale_(const OptimizerHandle& opt) {
         last_nonfinite_.push_back({owners[i].name().empty() ? "param" + std::to_string(i) : owners[i].name(),
                                    counts[i].first, counts[i].second, grads[i].numel()});
   st.found_inf = found;
-  st.inf_checked = true;
+  // As PyTorch's found_inf_per_device: an inf check is recorded only where a gradient was checked,
+  // so an optimizer without any gradient cannot step, and cannot alone feed update().
+  st.inf_checked = !grads.empty();
   st.stage = Stage::Unscaled;
 }
 
@@ -160,6 +162,18 @@ void GradScaler::update(double new_scale) {
   scale_->fill_(new_scale);  // the growth tracker is kept, as PyTorch
   per_optimizer_.clear();
   new_iteration_ = true;
+}
+
+void GradScaler::update(const Tensor& new_scale) {
+  if (!opt_.enabled) return;
+  check_scale("update");
+  constexpr const char* kReason =
+      "new_scale should be a float or a 1-element torch.cuda.FloatTensor or torch.FloatTensor with "
+      "requires_grad=False.";
+  MINIDL_CHECK(new_scale.defined() && new_scale.device().type == device_.type, "GradScaler", kReason);
+  MINIDL_CHECK(new_scale.numel() == 1, "GradScaler", kReason);
+  MINIDL_CHECK(!new_scale.requires_grad(), "GradScaler", kReason);
+  update(new_scale.item());  // copied: later changes to new_scale do not reach the scaler
 }
 
 double GradScaler::get_scale() const {

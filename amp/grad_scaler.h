@@ -79,7 +79,11 @@ class GradScaler {
   StepResult step(const OptimizerHandle& opt);
 
   void update();
+  // Sets the scale (the growth tracker is kept). Deviation: refuses a non-positive or non-finite
+  // value. The tensor form takes a 1-element tensor on the scaler's device type that does not
+  // require grad, as PyTorch.
   void update(double new_scale);
+  void update(const Tensor& new_scale);
 
   double get_scale() const;
   double get_growth_factor() const { return opt_.growth_factor; }
