@@ -88,7 +88,11 @@ bool is_autocast_cache_enabled() { return state().cache_enabled; }
 void set_autocast_cache_enabled(bool enabled) { state().cache_enabled = enabled; }
 int autocast_nesting() { return state().nesting; }
 void clear_autocast_cache() { state().cache.clear(); }
-bool is_autocast_supported(DeviceType, DType dtype) { return dtype == DType::F16 || dtype == DType::BF16; }
+// CPU: f16 and bf16 (PyTorch warns and disables otherwise). CUDA also takes f32 (PyTorch checks
+// only bf16 support there); deviation: f64 and integer dtypes warn and disable on CUDA too.
+bool is_autocast_supported(DeviceType device, DType dtype) {
+  return dtype == DType::F16 || dtype == DType::BF16 || (device == DeviceType::CUDA && dtype == DType::F32);
+}
 
 autocast::autocast(DeviceType device, std::optional<DType> dtype, bool enabled, std::optional<bool> cache_enabled,
                    std::string scope_name)
@@ -100,9 +104,9 @@ autocast::autocast(DeviceType device, std::optional<DType> dtype, bool enabled, 
   DType target = dtype.value_or(prev_dtype_);
   if (enabled && !is_autocast_supported(device, target)) {
     std::fprintf(stderr,
-                 "minidl warning: in %s autocast, but the target dtype %s is not supported (use f16 or bf16); "
+                 "minidl warning: in %s autocast, but the target dtype %s is not supported (use %s); "
                  "disabling autocast\n",
-                 device_type_name(device), dtype_name(target));
+                 device_type_name(device), dtype_name(target), device == DeviceType::CUDA ? "f16, bf16 or f32" : "f16 or bf16");
     enabled = false;
   }
   dev(device).enabled = enabled;
@@ -203,15 +207,22 @@ std::optional<AutocastCall> autocast_op(const char* op, const autograd::TensorLi
   if (policy == CastPolicy::LowerPrecision) {
     target = dev(device).dtype;
   } else if (policy == CastPolicy::Promote) {
-    bool any = false, f16 = false, bf16 = false;
+    // PyTorch's prioritize: start from the autocast dtype; an f32 input (or an f32 seen so far)
+    // makes it f32; f64 inputs are ignored; another low-precision dtype is an error.
+    const DType low = dev(device).dtype;
+    target = low;
+    bool any = false;
     for (const Tensor& t : inputs) {
       if (!eligible(t, device)) continue;
-      target = any ? promote_types(target, t.dtype()) : t.dtype();
       any = true;
-      f16 = f16 || t.dtype() == DType::F16;
-      bf16 = bf16 || t.dtype() == DType::BF16;
+      if (target == DType::F32 || t.dtype() == DType::F32) {
+        target = DType::F32;
+      } else {
+        MINIDL_CHECK(t.dtype() == low, op, "autocast Promote: unexpected ", dtype_name(t.dtype()), " input in a ",
+                     dtype_name(low), " autocast region (f16 and bf16 cannot be mixed; inputs may be f32, f64 or ",
+                     dtype_name(low), ")");
+      }
     }
-    MINIDL_CHECK(!(f16 && bf16), op, "autocast Promote: f16 and bf16 inputs cannot be mixed");
     if (!any) return std::nullopt;
   }
   AutocastCall call;

@@ -24,7 +24,7 @@ bool is_autocast_cache_enabled();
 void set_autocast_cache_enabled(bool enabled);
 int autocast_nesting();          // live autocast scopes on this thread
 void clear_autocast_cache();
-bool is_autocast_supported(DeviceType device, DType dtype);  // CPU and CUDA: f16, bf16
+bool is_autocast_supported(DeviceType device, DType dtype);  // CPU: f16, bf16; CUDA: also f32
 
 // RAII scope (torch.autocast). With no dtype it keeps the current one (defaults: CPU bf16, CUDA
 // f16). enabled=false turns autocast off for the region. An unsupported dtype with enabled=true

@@ -13,7 +13,7 @@ enum class CastPolicy {
   LowerPrecision,   // eligible inputs -> the autocast dtype (matmul, linear, conv)
   FP32,             // eligible inputs -> f32 (losses; on CUDA also exp, log, pow, ...)
   FP32SetOptDtype,  // compute and return f32 (CUDA softmax, log_softmax, sum)
-  Promote,          // eligible inputs -> the widest eligible dtype among them (CPU cat/stack)
+  Promote,          // eligible inputs -> f32 if any is f32, else the autocast dtype (CPU cat/stack)
   Banned,           // refuses to run under autocast (CUDA binary_cross_entropy)
   None,             // runs in whatever dtype it receives
 };
