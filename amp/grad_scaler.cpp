@@ -1,10 +1,12 @@
 #include "amp/grad_scaler.h"
 
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <sstream>
 
 #include "framework/autograd/grad_mode.h"
+#include "framework/cuda.h"
 #include "framework/error.h"
 #include "ops/kernels.h"
 #include "ops/ops.h"
@@ -41,6 +43,11 @@ bool unscale_and_check(const std::vector<Tensor>& grads, float inv_scale, std::v
 
 GradScaler::GradScaler(Device device, GradScalerOptions options) : device_(device), opt_(std::move(options)) {
   check_options(opt_);
+  // As PyTorch: a CUDA scaler where CUDA cannot be used warns and disables itself.
+  if (opt_.enabled && device_.is_cuda() && !cuda::is_available()) {
+    std::fprintf(stderr, "minidl warning: GradScaler is enabled, but CUDA is not available.  Disabling.\n");
+    opt_.enabled = false;
+  }
 }
 
 void GradScaler::check_scale(const char* fn) const {

@@ -66,6 +66,7 @@ OptimizerHandle handle_of(Opt& opt) {
 
 class GradScaler {
  public:
+  // A CUDA scaler where CUDA is not available warns and disables itself, as PyTorch.
   explicit GradScaler(Device device = Device::cpu(), GradScalerOptions options = {});
   explicit GradScaler(GradScalerOptions options) : GradScaler(Device::cpu(), std::move(options)) {}
 

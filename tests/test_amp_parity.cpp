@@ -390,3 +390,18 @@ TEST_CASE("unscale_ multiplies by the f32 reciprocal computed in double", "[amp]
   const float inv = static_cast<float>(1.0 / 3.0);
   CHECK(w.grad().to_vector<float>()[0] == 10.0f * inv);
 }
+
+TEST_CASE("a CUDA scaler without CUDA warns and disables itself", "[amp][parity][scaler]") {
+  if (cuda::is_available()) return;  // the behaviour applies where CUDA cannot be used
+  amp::GradScaler scaler(Device::cuda(), amp::GradScalerOptions().init_scale_(8.0));
+  CHECK_FALSE(scaler.is_enabled());
+  CHECK(scaler.get_scale() == 1.0);
+  Tensor loss = full({}, 2.0);
+  CHECK(scaler.scale(loss).is_same(loss));
+  Tensor w = ones({1}).requires_grad_();
+  CountingSGD opt{{w}};
+  w.set_grad(full({1}, INFINITY));
+  CHECK(scaler.step(opt).stepped);  // disabled: step just steps
+  CHECK(opt.steps == 1);
+  CHECK(scaler.state_dict().empty());
+}
