@@ -39,6 +39,13 @@ BlockArray erfc_nonnegative(const A& z) {
   return t * (p - z.square()).exp();
 }
 
+// y[i] = redo(v[i]) wherever rare(v[i]): the inputs a packet function does not cover.
+template <class In, class Out, class Rare, class Redo>
+void fix_where(const In& v, Out& y, Rare rare, Redo redo) {
+  for (Eigen::Index i = 0; i < v.size(); ++i)
+    if (rare(v[i])) y[i] = redo(v[i]);
+}
+
 // f(a, b, out) over blocks of at most kArrayBlock compute-type values of two operands (broadcast
 // or strided ones gathered, f16/bf16 widened), as Eigen array maps: for the fused activation
 // gradients whose transcendental parts vectorize only through Eigen's packet math.
@@ -130,7 +137,12 @@ bool binary_vectorized(BinaryOp op, const Tensor& out, const Tensor& a, const Te
         y = g * (0.5f * (1.0f + t) + 0.5f * x * dt);
       });
     case BinaryOp::SoftplusBackward:
-      return run([al, sc](auto g, auto x, auto y) { y = (al * x > sc).select(g, g / (1.0f + (-al * x).exp())); });
+      return run([al, sc](auto g, auto x, auto y) {
+        y = g / (1.0f + (-al * x).exp());
+        if (!((al * x).maxCoeff() <= sc))
+          for (Eigen::Index i = 0; i < x.size(); ++i)
+            if (al * x[i] > sc) y[i] = g[i];
+      });
     default: return false;
   }
 }
@@ -302,14 +314,22 @@ bool unary_vectorized(UnaryOp op, const Tensor& out, const Tensor& x, float a, f
     return true;
   };
   switch (op) {
+    // Eigen's select() evaluates coefficient by coefficient (no packets), so the rare inputs a
+    // packet function gets wrong are redone by a scalar pass instead of selected.
     case UnaryOp::Exp:
-      // Eigen's exp overflows from 88.38 (f32 reaches 88.72) and flushes results below 2^-126 to 0;
-      // there exp(v / 2)^2 gives the finite and the subnormal values.
-      return run([](auto v, auto y) { y = (v.abs() < 87.0f).select(v.exp(), (0.5f * v).exp().square()); });
-    case UnaryOp::Log:
-      // Eigen's log clamps subnormal inputs to the smallest normal: scale them up by 2^23 first.
+      // Eigen's exp overflows from 88.38 (f32 reaches 88.72) and flushes results below 2^-126 to 0.
       return run([](auto v, auto y) {
-        y = (v < std::numeric_limits<float>::min()).select((v * 0x1p23f).log() - 23.0f * float(kLn2), v.log());
+        y = v.exp();
+        if (!(v.minCoeff() > -87.0f && v.maxCoeff() < 87.0f))  // vectorized check first: rare inputs
+          fix_where(v, y, [](float x) { return !(std::abs(x) < 87.0f); }, [](float x) { return std::exp(x); });
+      });
+    case UnaryOp::Log:
+      // Eigen's log clamps subnormal inputs to the smallest normal.
+      return run([](auto v, auto y) {
+        y = v.log();
+        if (!(v.minCoeff() >= std::numeric_limits<float>::min()))
+          fix_where(v, y, [](float x) { return x > 0.0f && x < std::numeric_limits<float>::min(); },
+                  [](float x) { return std::log(x); });
       });
     case UnaryOp::Tanh: return run([](auto v, auto y) { y = v.tanh(); });
     // Not Eigen's logistic(): its 0.5 + p/q cancels for negative inputs (1e-4 relative error).
@@ -322,7 +342,10 @@ bool unary_vectorized(UnaryOp op, const Tensor& out, const Tensor& x, float a, f
     case UnaryOp::GeluTanh:
       return run([](auto v, auto y) { y = 0.5f * v * (1.0f + (float(kSqrt2OverPi) * (v + 0.044715f * v.cube())).tanh()); });
     case UnaryOp::Softplus:
-      return run([a, b](auto v, auto y) { y = (a * v > b).select(v, (a * v).exp().log1p() / a); });
+      return run([a, b](auto v, auto y) {
+        y = (a * v).exp().log1p() / a;
+        if (!((a * v).maxCoeff() <= b)) fix_where(v, y, [a, b](float x) { return a * x > b; }, [](float x) { return x; });
+      });
     default: return false;
   }
 }
