@@ -9,26 +9,16 @@
 #include "minidl.h"
 #include "amp/autocast.h"
 #include "amp/grad_scaler.h"
+#include "tiny_sgd.h"
 
 using namespace minidl;
 
 namespace {
 Tensor param(const Shape& s) { return ones(s).requires_grad_(); }
 
-struct CountingSGD {  // parameters() and step() (plain SGD, lr 1), counting steps
-  std::vector<Tensor> params;
-  int steps = 0;
-  std::vector<Tensor> parameters() const { return params; }
-  void step() {
-    ++steps;
-    NoGradGuard ng;
-    for (Tensor& p : params)
-      if (p.grad().defined()) p.add_(p.grad(), -1.0);
-  }
-};
 
 // One iteration with the given gradient on w: scale, set the grad, step, update.
-void iteration(amp::GradScaler& scaler, CountingSGD& opt, Tensor& w, float grad) {
+void iteration(amp::GradScaler& scaler, TinySGD& opt, Tensor& w, float grad) {
   scaler.scale(w.sum());
   w.set_grad(full({1}, grad));
   scaler.step(opt);
@@ -212,7 +202,7 @@ TEST_CASE("the policy table matches torch's lists for every op minidl has", "[am
 
 TEST_CASE("step with no gradients raises No inf checks were recorded for this optimizer", "[amp][parity][scaler]") {
   Tensor w = ones({1}).requires_grad_();
-  CountingSGD opt{{w}};
+  TinySGD opt{{w}};
   amp::GradScaler scaler;
   scaler.scale(w.sum());  // no backward: w.grad stays undefined
   CHECK_THROWS_WITH(scaler.step(opt), Catch::Contains("No inf checks were recorded for this optimizer."));
@@ -229,7 +219,7 @@ TEST_CASE("step with no gradients raises No inf checks were recorded for this op
 
   // Another optimizer with gradients still feeds update().
   Tensor v = ones({1}).requires_grad_();
-  CountingSGD with_grads{{v}};
+  TinySGD with_grads{{v}};
   amp::GradScaler s3(amp::GradScalerOptions().init_scale_(8.0).growth_interval_(1));
   s3.scale(v.sum()).backward();
   CHECK(s3.step(with_grads).stepped);
@@ -240,7 +230,7 @@ TEST_CASE("step with no gradients raises No inf checks were recorded for this op
 
 TEST_CASE("update accepts a one-element tensor as the new scale", "[amp][parity][scaler]") {
   Tensor w = ones({1}).requires_grad_();
-  CountingSGD opt{{w}};
+  TinySGD opt{{w}};
   amp::GradScaler scaler(amp::GradScalerOptions().init_scale_(4.0).growth_interval_(3));
   iteration(scaler, opt, w, 1.0f);
   REQUIRE(scaler.get_growth_tracker() == 1);
@@ -259,7 +249,7 @@ TEST_CASE("update accepts a one-element tensor as the new scale", "[amp][parity]
 
 TEST_CASE("growth and backoff follow _amp_update_scale_ exactly in f32", "[amp][parity][scaler]") {
   Tensor w = ones({1}).requires_grad_();
-  CountingSGD opt{{w}};
+  TinySGD opt{{w}};
   amp::GradScaler scaler(amp::GradScalerOptions().init_scale_(4.0).growth_factor_(3.0).backoff_factor_(0.3).growth_interval_(2));
   iteration(scaler, opt, w, 1.0f);
   CHECK(scaler.get_scale() == 4.0);
@@ -283,7 +273,7 @@ TEST_CASE("growth and backoff follow _amp_update_scale_ exactly in f32", "[amp][
 
 TEST_CASE("unscale_ then update without step still updates the scale", "[amp][parity][scaler]") {
   Tensor w = ones({1}).requires_grad_();
-  CountingSGD opt{{w}};
+  TinySGD opt{{w}};
   amp::GradScaler scaler(amp::GradScalerOptions().init_scale_(8.0).growth_interval_(1));
   scaler.scale(w.sum());
   w.set_grad(full({1}, INFINITY));
@@ -323,7 +313,7 @@ TEST_CASE("an inf in one param group skips the step of every group", "[amp][pari
 
 TEST_CASE("a refused FP16 unscale_ changes no gradient and leaves the optimizer ready", "[amp][parity][scaler]") {
   Tensor a = ones({1}).requires_grad_(), h = ones({1}).requires_grad_();
-  CountingSGD opt{{a, h}};
+  TinySGD opt{{a, h}};
   amp::GradScaler scaler(amp::GradScalerOptions().init_scale_(4.0));
   scaler.scale(a.sum());
   a.set_grad(full({1}, 8.0));
@@ -337,7 +327,7 @@ TEST_CASE("a refused FP16 unscale_ changes no gradient and leaves the optimizer 
 
 TEST_CASE("a state dict loaded before the first scale seeds the lazy scale and tracker", "[amp][parity][scaler]") {
   Tensor w = ones({1}).requires_grad_();
-  CountingSGD opt{{w}};
+  TinySGD opt{{w}};
   amp::GradScaler scaler;
   scaler.load_state_dict(
       {{"scale", 1024.0}, {"growth_factor", 4.0}, {"backoff_factor", 0.25}, {"growth_interval", 6.0}, {"_growth_tracker", 5.0}});
@@ -381,7 +371,7 @@ TEST_CASE("scale follows torch's type promotion with its 0-dim f32 scale", "[amp
 
 TEST_CASE("unscale_ multiplies by the f32 reciprocal computed in double", "[amp][parity][scaler]") {
   Tensor w = ones({1}).requires_grad_();
-  CountingSGD opt{{w}};
+  TinySGD opt{{w}};
   amp::GradScaler scaler;
   scaler.scale(w.sum());
   scaler.update(3.0);
@@ -399,7 +389,7 @@ TEST_CASE("a CUDA scaler without CUDA warns and disables itself", "[amp][parity]
   Tensor loss = full({}, 2.0);
   CHECK(scaler.scale(loss).is_same(loss));
   Tensor w = ones({1}).requires_grad_();
-  CountingSGD opt{{w}};
+  TinySGD opt{{w}};
   w.set_grad(full({1}, INFINITY));
   CHECK(scaler.step(opt).stepped);  // disabled: step just steps
   CHECK(opt.steps == 1);

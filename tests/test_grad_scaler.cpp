@@ -4,22 +4,11 @@
 
 #include "minidl.h"
 #include "amp/grad_scaler.h"
+#include "tiny_sgd.h"
 
 using namespace minidl;
 
 namespace {
-// The smallest optimizer the scaler works with: parameters() and step() (plain SGD, lr 1).
-struct TinySGD {
-  std::vector<Tensor> params;
-  int steps = 0;
-  std::vector<Tensor> parameters() const { return params; }
-  void step() {
-    ++steps;
-    NoGradGuard ng;
-    for (Tensor& p : params)
-      if (p.grad().defined()) p.add_(p.grad(), -1.0);
-  }
-};
 
 Tensor param(std::vector<float> v, const std::string& name) {
   Tensor t = from_vector(v).requires_grad_();

@@ -22,6 +22,13 @@ constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 constexpr double kSqrt2OverPi = 0.79788456080286535588;
 constexpr double kLn2 = 0.69314718055994530942;
 
+// m values of a row whose elements are `stride` apart, as compute-type values (widened f16/bf16).
+template <class T>
+void gather_block(const T* p, int64_t stride, compute_t<T>* dst, int64_t m) {
+  if (stride == 1) load_block(p, dst, m);
+  else for (int64_t i = 0; i < m; ++i) dst[i] = static_cast<compute_t<T>>(p[i * stride]);
+}
+
 // Elements per call of an array function: its temporaries (fixed-capacity arrays) stay in L1/L2.
 constexpr int64_t kArrayBlock = 2048;
 using BlockArray = Eigen::Array<float, Eigen::Dynamic, 1, Eigen::ColMajor, kArrayBlock, 1>;
@@ -58,16 +65,12 @@ void binary_array_rows(const Tensor& out, const Tensor& a, const Tensor& b, F f)
   const T* pa = static_cast<const T*>(a.raw_data());
   const T* pb = static_cast<const T*>(b.raw_data());
   auto loop = make_loop<3>(out.shape(), {&out, &a, &b});
-  auto gather = [](const T* p, int64_t stride, C* dst, int64_t m) {
-    if (stride == 1) load_block(p, dst, m);
-    else for (int64_t i = 0; i < m; ++i) dst[i] = static_cast<C>(p[i * stride]);
-  };
   for_each_row(loop, [&](const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& st) {
     C xa[kArrayBlock], xb[kArrayBlock], z[kArrayBlock];
     for (int64_t s = 0; s < n; s += kArrayBlock) {
       const int64_t m = std::min(kArrayBlock, n - s);
-      gather(pa + off[1] + s * st[1], st[1], xa, m);
-      gather(pb + off[2] + s * st[2], st[2], xb, m);
+      gather_block(pa + off[1] + s * st[1], st[1], xa, m);
+      gather_block(pb + off[2] + s * st[2], st[2], xb, m);
       f(In(xa, m), In(xb, m), Out(z, m));
       store_block(z, o + off[0] + s, m);
     }
@@ -91,10 +94,8 @@ void binary_rows(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
       C xa[kBlock], xb[kBlock], z[kBlock];
       for (int64_t s = 0; s < n; s += kBlock) {
         const int64_t m = std::min(kBlock, n - s);
-        if (sa == 1) load_block(ap + s, xa, m);
-        else for (int64_t i = 0; i < m; ++i) xa[i] = static_cast<C>(ap[(s + i) * sa]);
-        if (sb == 1) load_block(bp + s, xb, m);
-        else for (int64_t i = 0; i < m; ++i) xb[i] = static_cast<C>(bp[(s + i) * sb]);
+        gather_block(ap + s * sa, sa, xa, m);
+        gather_block(bp + s * sb, sb, xb, m);
         if constexpr (std::is_same_v<Out, T>) {
           for (int64_t i = 0; i < m; ++i) z[i] = f(xa[i], xb[i]);
           store_block(z, op + s, m);
@@ -262,8 +263,7 @@ void unary_rows(const Tensor& out, const Tensor& x, F f) {
       C xa[kBlock], z[kBlock];
       for (int64_t s = 0; s < n; s += kBlock) {
         const int64_t m = std::min(kBlock, n - s);
-        if (sx == 1) load_block(xp + s, xa, m);
-        else for (int64_t i = 0; i < m; ++i) xa[i] = static_cast<C>(xp[(s + i) * sx]);
+        gather_block(xp + s * sx, sx, xa, m);
         for (int64_t i = 0; i < m; ++i) z[i] = f(xa[i]);
         store_block(z, op + s, m);
       }
@@ -298,8 +298,7 @@ void unary_array_rows(const Tensor& out, const Tensor& x, F f) {
     C xa[kBlock], z[kBlock];
     for (int64_t s = 0; s < n; s += kBlock) {
       const int64_t m = std::min(kBlock, n - s);
-      if (sx == 1) load_block(xp + s, xa, m);
-      else for (int64_t i = 0; i < m; ++i) xa[i] = static_cast<C>(xp[(s + i) * sx]);
+      gather_block(xp + s * sx, sx, xa, m);
       f(In(xa, m), Out(z, m));
       store_block(z, op + s, m);
     }
