@@ -249,16 +249,21 @@ void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, do
   visit_dtype(a.dtype(), "binary", [&]<class T>() { binary_typed<T>(op, out, a, b, scalar, alpha); });
 }
 
+// f(out_row, x_row, n, x_stride) for every row of a unary op; out rows are contiguous.
 template <class T, class F>
-void unary_rows(const Tensor& out, const Tensor& x, F f) {
-  using C = compute_t<T>;
+void for_each_unary_row(const Tensor& out, const Tensor& x, F f) {
   T* o = static_cast<T*>(out.raw_data());
   const T* px = static_cast<const T*>(x.raw_data());
   auto loop = make_loop<2>(out.shape(), {&out, &x});
   for_each_row(loop, [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
-    T* op = o + off[0];
-    const T* xp = px + off[1];
-    const int64_t sx = st[1];
+    f(o + off[0], px + off[1], n, st[1]);
+  });
+}
+
+template <class T, class F>
+void unary_rows(const Tensor& out, const Tensor& x, F f) {
+  using C = compute_t<T>;
+  for_each_unary_row<T>(out, x, [&](T* op, const T* xp, int64_t n, int64_t sx) {
     if constexpr (is_low_precision_v<T>) {
       C xa[kBlock], z[kBlock];
       for (int64_t s = 0; s < n; s += kBlock) {
@@ -282,13 +287,7 @@ void unary_array_rows(const Tensor& out, const Tensor& x, F f) {
   using C = compute_t<T>;
   using In = Eigen::Map<const Eigen::Array<C, Eigen::Dynamic, 1>>;
   using Out = Eigen::Map<Eigen::Array<C, Eigen::Dynamic, 1>>;
-  T* o = static_cast<T*>(out.raw_data());
-  const T* px = static_cast<const T*>(x.raw_data());
-  auto loop = make_loop<2>(out.shape(), {&out, &x});
-  for_each_row(loop, [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
-    T* op = o + off[0];
-    const T* xp = px + off[1];
-    const int64_t sx = st[1];
+  for_each_unary_row<T>(out, x, [&](T* op, const T* xp, int64_t n, int64_t sx) {
     if constexpr (std::is_same_v<T, C>) {
       if (sx == 1) {
         for (int64_t s = 0; s < n; s += kArrayBlock) f(In(xp + s, std::min(kArrayBlock, n - s)), Out(op + s, std::min(kArrayBlock, n - s)));
