@@ -38,6 +38,9 @@ Prepared prepare(BinaryOp op, const Tensor& a_in, const Tensor& b_in, double alp
   DType t = result_type(a_in, b_in);
   // True division, as torch.div; pow of integers stays integer, as torch.pow.
   if (op == BinaryOp::Div && !is_floating(t)) t = DType::F32;
+  MINIDL_CHECK(!(op == BinaryOp::Sub && (a_in.dtype() == DType::Bool || b_in.dtype() == DType::Bool)), name,
+               "subtraction with a bool tensor is not supported (got ", a_in.meta_str(), " and ", b_in.meta_str(),
+               "); to invert a mask use eq(mask, 0)");
   MINIDL_CHECK(t != DType::Bool, name, "arithmetic on two bool tensors is not supported (got ", a_in.meta_str(),
                " and ", b_in.meta_str(), "); cast one to an integer or floating dtype first");
   const Shape shape = broadcast_shapes(a_in.shape(), b_in.shape(), name);
@@ -150,9 +153,20 @@ Tensor add(const Tensor& a, double b) {
   return out;
 }
 
-Tensor sub(const Tensor& a, double b) { return add(a, -b); }
+namespace {
+void check_not_bool(const char* op, const char* what, const Tensor& a) {
+  MINIDL_CHECK(!a.defined() || a.dtype() != DType::Bool, op, what, " a bool tensor is not supported (got ", a.meta_str(),
+               "); to invert a mask use eq(mask, 0)");
+}
+}  // namespace
+
+Tensor sub(const Tensor& a, double b) {
+  check_not_bool("sub", "subtraction with", a);
+  return add(a, -b);
+}
 
 Tensor rsub(const Tensor& a, double b) {
+  check_not_bool("rsub", "subtraction with", a);
   Tensor out = run_scalar(BinaryOp::Sub, a, b, 1.0, "rsub");  // a - b, negated below
   Tensor r = run_scalar(BinaryOp::Mul, out, -1.0, 1.0, "rsub");
   autograd::record("RsubBackward", {a}, {r}, {}, [](const TensorList& g, const TensorList&) { return TensorList{neg(g[0])}; });
@@ -182,6 +196,7 @@ Tensor pow(const Tensor& a, double e) {
 }
 
 Tensor neg(const Tensor& a) {
+  check_not_bool("neg", "negation of", a);
   Tensor out = run_scalar(BinaryOp::Mul, a, -1.0, 1.0, "neg");
   autograd::record("NegBackward", {a}, {out}, {}, [](const TensorList& g, const TensorList&) { return TensorList{neg(g[0])}; });
   return out;

@@ -1,4 +1,5 @@
 // Comparisons (bool results, not differentiable), where (differentiable in both branches) and clamp.
+#include <algorithm>
 #include <limits>
 
 #include "ops/common.h"
@@ -69,12 +70,13 @@ Tensor where(const Tensor& cond, const Tensor& a_in, const Tensor& b_in) {
 
 Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi) {
   check_defined(x, "clamp", "self");
-  check_floating("clamp", x);
+  check_floating("clamp", x);  // integer tensors: README, deliberate differences
   const double l = lo.value_or(-std::numeric_limits<double>::infinity());
   const double h = hi.value_or(std::numeric_limits<double>::infinity());
   auto kernel = K().unary.get(x.device(), x.dtype(), "clamp");
   Tensor out = new_empty(x.shape(), x.dtype(), x.device());
-  kernel(kernels::UnaryOp::Clamp, out, x, l, h);
+  // min > max sets every element to max, as torch.clamp (= min(max(x, min), max)); NaN stays NaN.
+  kernel(kernels::UnaryOp::Clamp, out, x, std::min(l, h), h);
   autograd::record("ClampBackward", {x}, {out}, {x}, [l, h](const TensorList& g, const TensorList& s) {
     // Gradient passes where the input was inside [min, max] (boundaries included, as PyTorch).
     Tensor inside = cast(eq(add(cast(ge(s[0], l), g[0].dtype()), cast(le(s[0], h), g[0].dtype())), 2.0), g[0].dtype());

@@ -53,11 +53,24 @@ Tensor rsqrt(const Tensor& x) {
 }
 
 Tensor abs(const Tensor& x) {
+  check_defined(x, "abs", "self");
+  if (!x.is_floating_point()) {
+    // Integers keep their dtype, as torch.abs (abs of the most negative value wraps to itself).
+    MINIDL_CHECK(x.dtype() != DType::Bool, "abs", "not supported for bool tensors (got ", x.meta_str(), ")");
+    if (x.dtype() == DType::U8) return x.clone();
+    return where(lt(x, 0.0), neg(x), x);
+  }
   Tensor out = unary_forward(UnaryOp::Abs, "abs", x);
   autograd::record("AbsBackward", {x}, {out}, {x}, [](const TensorList& g, const TensorList& s) { return TensorList{mul(g[0], sign(s[0]))}; });
   return out;
 }
 
-Tensor sign(const Tensor& x) { return unary_forward(UnaryOp::Sign, "sign", x.detach()); }
+Tensor sign(const Tensor& x) {
+  check_defined(x, "sign", "self");
+  // Integers and bools keep their dtype, as torch.sign.
+  if (x.dtype() == DType::Bool) return x.detach().clone();
+  if (!x.is_floating_point()) return sub(cast(gt(x, 0.0), x.dtype()), cast(lt(x, 0.0), x.dtype()));
+  return unary_forward(UnaryOp::Sign, "sign", x.detach());
+}
 
 }  // namespace minidl
