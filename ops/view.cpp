@@ -2,6 +2,7 @@
 // select, squeeze/unsqueeze, expand; plus contiguous, clone and to(device).
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "framework/cuda.h"
 #include "ops/common.h"
@@ -33,6 +34,41 @@ Shape infer_shape(const Shape& shape, int64_t numel, const char* op) {
   return out;
 }
 
+// Strides that let a tensor of `shape`/`strides` be viewed as `target` without a copy, or nothing
+// when the memory layout does not allow it (PyTorch's computeStride): each run of dims that is
+// contiguous within itself must map onto whole dims of the target.
+std::optional<Shape> view_strides(const Shape& shape, const Shape& strides, const Shape& target) {
+  const int64_t nt = static_cast<int64_t>(target.size());
+  if (shape.empty()) return Shape(target.size(), 1);
+  Shape out(target.size());
+  if (numel_of(shape) == 0) {
+    if (shape == target) return strides;
+    for (int64_t d = nt - 1; d >= 0; --d) out[d] = d == nt - 1 ? 1 : std::max<int64_t>(target[d + 1], 1) * out[d + 1];
+    return out;
+  }
+  int64_t view_d = nt - 1;
+  int64_t base = strides.back(), tensor_numel = 1, view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    tensor_numel *= shape[d];
+    // A chunk ends at dim 0 or where the next-outer dim is not laid out right after this one.
+    if (d == 0 || (shape[d - 1] != 1 && strides[d - 1] != tensor_numel * base)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || target[view_d] == 1)) {
+        out[view_d] = view_numel * base;
+        view_numel *= target[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return std::nullopt;
+      if (d > 0) {
+        base = strides[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return out;
+}
+
 Tensor as_view(const Tensor& x, Shape sizes, Shape strides, int64_t offset, const char* name,
                autograd::BackwardFn backward) {
   Tensor out = make_view(x, std::move(sizes), std::move(strides), offset);
@@ -56,15 +92,20 @@ Tensor window_backward(const Tensor& g, const Shape& shape, int64_t dim, int64_t
 
 Tensor Tensor::view(const Shape& shape_in) const {
   Shape shape = infer_shape(shape_in, numel(), "view");
-  MINIDL_CHECK(is_contiguous(), "view", "view size is not compatible with input tensor's size and stride (",
-               meta_str(), " is not contiguous); use reshape()");
+  // A non-contiguous tensor can still be viewed when its layout allows the new shape, as PyTorch.
+  std::optional<Shape> st = is_contiguous() ? contiguous_strides(shape) : view_strides(this->shape(), strides(), shape);
+  MINIDL_CHECK(st.has_value(), "view", "view size is not compatible with input tensor's size and stride (",
+               meta_str(), " is not contiguous and ", shape_str(shape),
+               " spans more than one of its subspaces); use reshape()");
   Shape in_shape = this->shape();
-  return as_view(*this, shape, contiguous_strides(shape), offset(), "ViewBackward",
+  return as_view(*this, shape, *st, offset(), "ViewBackward",
                  [in_shape](const TensorList& g, const TensorList&) { return TensorList{g[0].reshape(in_shape)}; });
 }
 
 Tensor Tensor::reshape(const Shape& shape_in) const {
   Shape shape = infer_shape(shape_in, numel(), "reshape");  // errors name reshape, not view
+  // Non-contiguous inputs are always copied (the ops rely on reshape giving them a packed tensor);
+  // PyTorch returns a view when the layout allows one: README, deliberate differences.
   if (is_contiguous()) return view(shape);
   return contiguous().view(shape);
 }
@@ -100,7 +141,11 @@ Tensor Tensor::permute(const Shape& dims) const {
 }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
-  if (dim() == 0) return *this;
+  if (dim() == 0) {
+    wrap_dim(d0, 0, "transpose");  // only 0 and -1 are valid dims of a 0-dim tensor
+    wrap_dim(d1, 0, "transpose");
+    return *this;
+  }
   Shape p(dim());
   std::iota(p.begin(), p.end(), 0);
   std::swap(p[wrap_dim(d0, dim(), "transpose")], p[wrap_dim(d1, dim(), "transpose")]);
@@ -157,8 +202,8 @@ Tensor Tensor::unsqueeze(int64_t d) const {
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
+  d = wrap_dim(d, dim(), "squeeze");  // a 0-dim tensor accepts 0 and -1
   if (dim() == 0) return *this;
-  d = wrap_dim(d, dim(), "squeeze");
   if (shape()[d] != 1) return *this;
   Shape s = shape(), st = strides();
   s.erase(s.begin() + d);
