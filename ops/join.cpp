@@ -11,16 +11,18 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   if (auto ac = amp::autocast_op("cat", tensors)) return cat(ac->inputs, dim);
   MINIDL_CHECK(!tensors.empty(), "cat", "expected a non-empty list of tensors");
   // Legacy rule kept by PyTorch: 1-D empty tensors are skipped.
+  // The result dtype counts every tensor, the skipped ones too (as torch.cat's result_type).
   std::vector<Tensor> parts;
-  for (const Tensor& t : tensors) {
-    check_defined(t, "cat", "tensors");
-    if (!(t.dim() == 1 && t.numel() == 0)) parts.push_back(t);
+  DType t = tensors[0].defined() ? tensors[0].dtype() : DType::F32;
+  for (const Tensor& p : tensors) {
+    check_defined(p, "cat", "tensors");
+    t = promote_types(t, p.dtype());
+    if (!(p.dim() == 1 && p.numel() == 0)) parts.push_back(p);
   }
-  if (parts.empty()) return tensors[0];
+  if (parts.empty()) return new_empty({0}, t, tensors[0].device());
   const Tensor& ref = parts[0];
   MINIDL_CHECK(ref.dim() > 0, "cat", "zero-dimensional tensor (at position 0) cannot be concatenated");
   dim = wrap_dim(dim, ref.dim(), "cat");
-  DType t = ref.dtype();
   Shape shape = ref.shape();
   shape[dim] = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
@@ -89,7 +91,13 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
   MINIDL_CHECK(chunks > 0, "chunk", "number of chunks must be positive, got ", chunks);
   dim = wrap_dim(dim, x.dim(), "chunk");
   const int64_t n = x.shape()[dim];
-  return split(x, std::max<int64_t>(1, (n + chunks - 1) / chunks), dim);
+  // An empty dim still gives `chunks` (empty) pieces, as torch.chunk.
+  if (n == 0) {
+    std::vector<Tensor> out;
+    for (int64_t i = 0; i < chunks; ++i) out.push_back(x.narrow(dim, 0, 0));
+    return out;
+  }
+  return split(x, (n + chunks - 1) / chunks, dim);
 }
 
 }  // namespace minidl
