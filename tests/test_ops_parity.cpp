@@ -1,0 +1,253 @@
+// Edge cases of the tensor ops checked against PyTorch's documented behaviour (torch.clamp,
+// bool arithmetic, integer abs/sign, view of non-contiguous tensors, cat/chunk of empty tensors,
+// 0-dim dims, NaN and empty inputs in reductions and softmax). Expected values are exact.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include "minidl.h"
+
+using namespace minidl;
+using Catch::Contains;
+
+namespace {
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+const double kInf = std::numeric_limits<double>::infinity();
+Tensor f64(const std::vector<double>& v) { return from_vector(v); }
+Tensor i64(const std::vector<int64_t>& v) { return from_vector(v); }
+Tensor bools(const std::vector<bool>& v) { return from_vector(v); }
+}  // namespace
+
+TEST_CASE("clamp with min above max sets every element to max and keeps NaN", "[parity][clamp]") {
+  for (DType dt : {DType::F32, DType::F64}) {
+    Tensor x = f64({-1, 0.5, 3, kNaN}).to(dt).requires_grad_();
+    Tensor y = clamp(x, 2.0, 1.0);
+    std::vector<double> v = y.to(DType::F64).to_vector<double>();
+    CHECK(v[0] == 1.0);
+    CHECK(v[1] == 1.0);
+    CHECK(v[2] == 1.0);
+    CHECK(std::isnan(v[3]));
+    // The gradient mask is min <= x <= max, empty here, as PyTorch.
+    sum(mul(y, f64({1, 1, 1, 0}).to(dt))).backward();
+    CHECK(x.grad().to(DType::F64).to_vector<double>() == std::vector<double>{0, 0, 0, 0});
+  }
+  CHECK(clamp(f64({5, -5}), 0.0, 0.0).to_vector<double>() == std::vector<double>{0, 0});
+}
+
+TEST_CASE("arithmetic on two bool tensors and clamp of integers are errors, true division works", "[parity][bool]") {
+  // Deliberate differences (README): PyTorch's bool add/mul are a logical or/and and its clamp takes integers.
+  Tensor a = bools({true, true, false, false}), b = bools({true, false, true, false});
+  CHECK_THROWS_WITH(mul(a, b), Contains("mul") && Contains("bool"));
+  CHECK_THROWS_WITH(maximum(a, b), Contains("maximum") && Contains("bool"));
+  CHECK_THROWS_WITH(clamp(i64({1}), 0.0, 1.0), Contains("clamp") && Contains("i64"));
+  // True division gives floats: 1/1, 1/0, 0/1, 0/0.
+  Tensor qt = div(a, b);
+  CHECK(qt.dtype() == DType::F32);
+  std::vector<float> q = qt.to_vector<float>();
+  CHECK(q[0] == 1.0f);
+  CHECK(q[1] == std::numeric_limits<float>::infinity());
+  CHECK(q[2] == 0.0f);
+  CHECK(std::isnan(q[3]));
+  // A number lifts bool to i64 (integral) or f32.
+  CHECK(add(a, 1).dtype() == DType::I64);
+  CHECK(add(a, 1).to_vector<int64_t>() == std::vector<int64_t>{2, 2, 1, 1});
+  CHECK(mul(a, 0.5).to_vector<float>() == std::vector<float>{0.5f, 0.5f, 0, 0});
+}
+
+TEST_CASE("subtraction and negation of bool tensors are errors, as PyTorch", "[parity][bool]") {
+  Tensor a = bools({true, false});
+  CHECK_THROWS_WITH(sub(a, a), Contains("sub") && Contains("bool"));
+  CHECK_THROWS_WITH(sub(a, i64({1, 1})), Contains("sub") && Contains("bool"));
+  CHECK_THROWS_WITH(sub(ones({2}), a), Contains("sub") && Contains("bool"));
+  CHECK_THROWS_WITH(sub(a, 1.0), Contains("sub") && Contains("bool"));
+  CHECK_THROWS_WITH(rsub(a, 1.0), Contains("rsub") && Contains("bool"));
+  CHECK_THROWS_WITH(1.0 - a, Contains("rsub") && Contains("bool"));
+  CHECK_THROWS_WITH(neg(a), Contains("neg") && Contains("bool"));
+  CHECK_THROWS_WITH(-a, Contains("neg") && Contains("bool"));
+  // The same with an integer tensor works and stays i64.
+  CHECK(sub(i64({3, 1}), i64({1, 1})).to_vector<int64_t>() == std::vector<int64_t>{2, 0});
+}
+
+TEST_CASE("abs and sign keep integer dtypes and abs of the most negative i64 wraps", "[parity][unary]") {
+  const int64_t lo = std::numeric_limits<int64_t>::min();
+  Tensor a = abs(i64({-3, 0, 5, lo}));
+  CHECK(a.dtype() == DType::I64);
+  CHECK(a.to_vector<int64_t>() == std::vector<int64_t>{3, 0, 5, lo});
+  CHECK(abs(from_vector<int32_t>({-7, 7})).to_vector<int32_t>() == std::vector<int32_t>{7, 7});
+  CHECK(abs(from_vector<uint8_t>({200})).to_vector<uint8_t>() == std::vector<uint8_t>{200});
+  Tensor s = sign(i64({-9, 0, 4}));
+  CHECK(s.dtype() == DType::I64);
+  CHECK(s.to_vector<int64_t>() == std::vector<int64_t>{-1, 0, 1});
+  CHECK(sign(from_vector<uint8_t>({0, 3})).to_vector<uint8_t>() == std::vector<uint8_t>{0, 1});
+  CHECK(sign(bools({true, false})).dtype() == DType::Bool);
+  CHECK(sign(bools({true, false})).to_vector<bool>() == std::vector<bool>{true, false});
+  CHECK_THROWS_WITH(abs(bools({true})), Contains("abs") && Contains("bool"));
+  // Floating inputs are unchanged.
+  CHECK(abs(f64({-2.5, 0})).to_vector<double>() == std::vector<double>{2.5, 0});
+  CHECK(sign(f64({-2.5, 0, 3})).to_vector<double>() == std::vector<double>{-1, 0, 1});
+  // neg of u8 wraps modulo 256, as PyTorch.
+  CHECK(neg(from_vector<uint8_t>({3, 0})).to_vector<uint8_t>() == std::vector<uint8_t>{253, 0});
+}
+
+TEST_CASE("view of a non-contiguous tensor works where its strides allow it", "[parity][view]") {
+  Tensor x = arange(0, 24, 1, DType::F32).reshape({2, 3, 4});
+  Tensor y = x.transpose(0, 1);  // [3, 2, 4], strides [4, 12, 1]
+  REQUIRE_FALSE(y.is_contiguous());
+  Tensor v = y.view({3, 2, 2, 2});  // splits the contiguous last dim
+  CHECK(v.strides() == Shape{4, 12, 2, 1});
+  CHECK(v.to_vector<float>() == y.contiguous().to_vector<float>());
+  {
+    NoGradGuard ng;
+    v.select(0, 2).fill_(-1.0);  // writes through to x
+  }
+  CHECK(x.to_vector<float>()[8] == -1.0f);
+  CHECK(y.view({3, 1, 2, 4}).to_vector<float>() == y.contiguous().to_vector<float>());
+  CHECK_THROWS_WITH(y.view({3, 8}), Contains("view") && Contains("reshape"));
+  CHECK_THROWS_WITH(y.view({6, 4}), Contains("view") && Contains("reshape"));
+  CHECK(y.reshape({6, 4}).to_vector<float>() == y.contiguous().to_vector<float>());
+  // Expanded dims keep their zero stride; merging one with another dim needs a copy.
+  Tensor e = arange(0, 3, 1, DType::F32).reshape({1, 3}).expand({4, 3});
+  Tensor ev = e.view({4, 3, 1});
+  CHECK(ev.stride(0) == 0);
+  CHECK(ev.to_vector<float>() == e.contiguous().to_vector<float>());
+  CHECK_THROWS_WITH(e.view({12}), Contains("view"));
+  // Sliced with a step: the last dim keeps its stride.
+  Tensor s = arange(0, 12, 1, DType::F32).reshape({3, 4}).slice(1, 0, 4, 2);  // [3, 2], strides [4, 2]
+  CHECK(s.view({3, 2, 1}).to_vector<float>() == std::vector<float>{0, 2, 4, 6, 8, 10});
+  CHECK(s.view({6}).to_vector<float>() == std::vector<float>{0, 2, 4, 6, 8, 10});
+  CHECK(s.view({6}).stride(0) == 2);
+}
+
+TEST_CASE("view, squeeze, expand and flatten edge cases", "[parity][view]") {
+  Tensor x = zeros({2, 3});
+  CHECK(x.squeeze(0).shape() == Shape{2, 3});  // not size 1: unchanged
+  CHECK(x.expand({4, -1, -1}).shape() == Shape{4, 2, 3});
+  CHECK_THROWS_WITH(x.expand({-1, 2, 3}), Contains("expand"));
+  CHECK(scalar_tensor(2.0).flatten().shape() == Shape{1});
+  CHECK(zeros({2, 1, 3}).unsqueeze(-1).shape() == Shape{2, 1, 3, 1});
+  CHECK(zeros({2, 0}).view({0, 5}).shape() == Shape{0, 5});
+  CHECK(zeros({2, 3}).permute({-1, 0}).shape() == Shape{3, 2});
+}
+
+TEST_CASE("0-dim tensors accept dims 0 and -1 only in squeeze and transpose", "[parity][view]") {
+  Tensor s = scalar_tensor(3.0);
+  CHECK(s.squeeze(0).dim() == 0);
+  CHECK(s.squeeze(-1).dim() == 0);
+  CHECK_THROWS_WITH(s.squeeze(1), Contains("squeeze") && Contains("dim 1"));
+  CHECK(s.transpose(0, -1).dim() == 0);
+  CHECK_THROWS_WITH(s.transpose(0, 1), Contains("transpose") && Contains("dim 1"));
+  CHECK(s.unsqueeze(-1).shape() == Shape{1});
+}
+
+TEST_CASE("cat promotes over every tensor, skipped empty 1-D ones included", "[parity][join]") {
+  Tensor c = cat({ones({2, 2}, DType::I64), zeros({0})});
+  CHECK(c.dtype() == DType::F32);
+  CHECK(c.shape() == Shape{2, 2});
+  CHECK(c.to_vector<float>() == std::vector<float>{1, 1, 1, 1});
+  Tensor e = cat({zeros({0}, DType::I64), zeros({0}, DType::F64)});
+  CHECK(e.dtype() == DType::F64);
+  CHECK(e.shape() == Shape{0});
+  CHECK(cat({i64({1}), zeros({0}, DType::I64), i64({2, 3})}).to_vector<int64_t>() == std::vector<int64_t>{1, 2, 3});
+  CHECK(cat({zeros({2, 3}), ones({2, 1})}, -1).shape() == Shape{2, 4});
+  CHECK(stack({zeros({2}), ones({2})}, -1).to_vector<float>() == std::vector<float>{0, 1, 0, 1});
+}
+
+TEST_CASE("chunk of an empty dim gives the requested number of empty pieces", "[parity][join]") {
+  std::vector<Tensor> parts = chunk(zeros({0, 2}), 3);
+  REQUIRE(parts.size() == 3);
+  for (const Tensor& p : parts) CHECK(p.shape() == Shape{0, 2});
+  CHECK_FALSE(parts[0].is_same(parts[1]));
+  CHECK(chunk(zeros({3}), 5).size() == 3);  // fewer chunks than asked, as torch.chunk
+  CHECK(chunk(zeros({13}), 6).size() == 5);
+  CHECK(split(zeros({0}), 2).size() == 1);
+}
+
+TEST_CASE("integer true division by zero gives inf and NaN, comparisons give bool", "[parity][binary]") {
+  std::vector<float> q = div(i64({1, -1, 0}), i64({0, 0, 0})).to_vector<float>();
+  CHECK(q[0] == std::numeric_limits<float>::infinity());
+  CHECK(q[1] == -std::numeric_limits<float>::infinity());
+  CHECK(std::isnan(q[2]));
+  CHECK(eq(bools({true, false}), bools({true, true})).to_vector<bool>() == std::vector<bool>{true, false});
+  CHECK(lt(i64({1, 2}), from_vector<float>({1.5f, 1.5f})).to_vector<bool>() == std::vector<bool>{true, false});
+  CHECK(add(i64({1}), ones({1})).dtype() == DType::F32);
+  CHECK(add(scalar_tensor(1.0, DType::F64), ones({1})).dtype() == DType::F32);
+  CHECK(add(ones({1}, DType::F16), ones({1}, DType::BF16)).dtype() == DType::F32);
+  CHECK(where(bools({true, false}), bools({true, true}), i64({5, 6})).to_vector<int64_t>() == std::vector<int64_t>{1, 6});
+}
+
+TEST_CASE("pow edge cases: 0^0 is 1, negative base with a fractional exponent is NaN", "[parity][binary]") {
+  CHECK(pow(f64({0, 2}), f64({0, 0})).to_vector<double>() == std::vector<double>{1, 1});
+  CHECK(pow(f64({0}), 0.0).item() == 1.0);
+  CHECK(pow(i64({0}), i64({0})).to_vector<int64_t>() == std::vector<int64_t>{1});
+  CHECK(std::isnan(pow(f64({-8}), 1.0 / 3.0).item()));
+  CHECK(pow(f64({0}), -1.0).item() == kInf);
+  CHECK_THROWS_WITH(pow(i64({2}), -2.0), Contains("pow") && Contains("negative"));
+}
+
+TEST_CASE("var is unbiased by default and NaN for one element, mean rejects integers", "[parity][reduce]") {
+  Tensor x = f64({1, 2, 3, 4});
+  CHECK(var(x).item() == 5.0 / 3.0);  // the squares sum to exactly 5
+  CHECK(var(x, {}, 0).item() == 1.25);
+  CHECK(std::isnan(var(f64({7})).item()));
+  CHECK(var(f64({7}), {}, 0).item() == 0.0);
+  CHECK(var(f64({1, 2, 3, 4}).reshape({2, 2}), {-1}, 1, true).to_vector<double>() == std::vector<double>{0.5, 0.5});
+  CHECK(var(f64({1, 2, 3, 4}).reshape({2, 2}), {-1}, 1, true).shape() == Shape{2, 1});
+  CHECK(std::isnan(mean(zeros({0})).item()));
+  CHECK_THROWS_WITH(mean(i64({1, 2})), Contains("mean") && Contains("could not infer output dtype"));
+  CHECK_THROWS_WITH(var(i64({1, 2})), Contains("var"));
+  CHECK(sum(bools({true, true})).dtype() == DType::I64);
+  CHECK(sum(i64({1, 2}), {-1}, true).shape() == Shape{1});
+}
+
+TEST_CASE("max and min along a dim: NaN wins at its first index, ties pick the first", "[parity][reduce]") {
+  Tensor x = f64({1, kNaN, 3, kNaN, 5, 5, 2, 0}).reshape({2, 4});
+  ValuesIndices mx = max(x, 1);
+  CHECK(std::isnan(mx.values.to_vector<double>()[0]));
+  CHECK(mx.values.to_vector<double>()[1] == 5);
+  CHECK(mx.indices.to_vector<int64_t>() == std::vector<int64_t>{1, 0});
+  ValuesIndices mn = min(x, -1, true);
+  CHECK(mn.indices.shape() == Shape{2, 1});
+  CHECK(mn.indices.to_vector<int64_t>() == std::vector<int64_t>{1, 3});
+  CHECK(std::isnan(max(x).item()));
+  CHECK(argmax(x, -1, true).shape() == Shape{2, 1});
+  CHECK(argmax(x, -1, true).to_vector<int64_t>() == std::vector<int64_t>{1, 0});
+  CHECK(argmax(x).item<int64_t>() == 1);
+  // Integers, and an empty tensor whose reduced dim is not the empty one.
+  ValuesIndices mi = max(from_vector<int32_t>({4, 9, 9, -1}, {2, 2}), 0);
+  CHECK(mi.values.to_vector<int32_t>() == std::vector<int32_t>{9, 9});
+  CHECK(mi.indices.to_vector<int64_t>() == std::vector<int64_t>{1, 0});
+  ValuesIndices me = max(zeros({0, 3}), 1);
+  CHECK(me.values.shape() == Shape{0});
+  CHECK(me.indices.shape() == Shape{0});
+  CHECK_THROWS_WITH(argmax(zeros({0})), Contains("argmax"));
+}
+
+TEST_CASE("softmax and log_softmax: size-1 dims, -inf entries, empty inputs", "[parity][softmax]") {
+  Tensor one = f64({0.3, -7}).reshape({2, 1});
+  CHECK(softmax(one, 1).to_vector<double>() == std::vector<double>{1, 1});
+  CHECK(log_softmax(one, -1).to_vector<double>() == std::vector<double>{0, 0});
+  Tensor r = f64({-kInf, 0, -kInf, -kInf}).reshape({2, 2});
+  std::vector<double> p = softmax(r, -1).to_vector<double>();
+  CHECK(p[0] == 0.0);
+  CHECK(p[1] == 1.0);
+  CHECK(std::isnan(p[2]));  // an all -inf row is NaN, as PyTorch
+  CHECK(std::isnan(p[3]));
+  std::vector<double> lp = log_softmax(r, 1).to_vector<double>();
+  CHECK(lp[0] == -kInf);
+  CHECK(lp[1] == 0.0);
+  CHECK(std::isnan(lp[2]));
+  CHECK(softmax(zeros({0, 3}), 1).shape() == Shape{0, 3});
+  CHECK(softmax(zeros({2, 0}), 1).shape() == Shape{2, 0});
+  CHECK(log_softmax(zeros({2, 0}), 0).shape() == Shape{2, 0});
+  CHECK(softmax(scalar_tensor(5.0), 0).item() == 1.0);
+  CHECK_THROWS_WITH(softmax(zeros({2}), 1), Contains("softmax") && Contains("dim 1"));
+}
+
+TEST_CASE("index_select and gather with empty indices give empty results", "[parity][index]") {
+  Tensor x = arange(0, 6, 1, DType::F32).reshape({2, 3});
+  CHECK(index_select(x, -1, zeros({0}, DType::I64)).shape() == Shape{2, 0});
+  CHECK(gather(x, 1, zeros({2, 0}, DType::I64)).shape() == Shape{2, 0});
+  CHECK(index_select(x, 0, i64({1, 1})).to_vector<float>() == std::vector<float>{3, 4, 5, 3, 4, 5});
+  CHECK_THROWS_WITH(gather(x, 1, i64({-1, 0}).reshape({2, 1})), Contains("gather") && Contains("-1"));
+}
