@@ -251,3 +251,14 @@ TEST_CASE("index_select and gather with empty indices give empty results", "[par
   CHECK(index_select(x, 0, i64({1, 1})).to_vector<float>() == std::vector<float>{3, 4, 5, 3, 4, 5});
   CHECK_THROWS_WITH(gather(x, 1, i64({-1, 0}).reshape({2, 1})), Contains("gather") && Contains("-1"));
 }
+
+TEST_CASE("signed integer add, sub, mul and neg wrap on overflow, as PyTorch", "[parity][binary]") {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
+  CHECK(add(i64({kMax}), i64({1})).to_vector<int64_t>() == std::vector<int64_t>{kMin});
+  CHECK(sub(i64({kMin}), i64({1})).to_vector<int64_t>() == std::vector<int64_t>{kMax});
+  CHECK(mul(i64({kMin}), i64({-1})).to_vector<int64_t>() == std::vector<int64_t>{kMin});
+  CHECK(mul(i64({int64_t{1} << 62}), i64({4})).to_vector<int64_t>() == std::vector<int64_t>{0});
+  CHECK(neg(i64({kMin})).to_vector<int64_t>() == std::vector<int64_t>{kMin});
+  Tensor i32 = cast(i64({std::numeric_limits<int32_t>::max()}), DType::I32);
+  CHECK(add(i32, cast(i64({1}), DType::I32)).to_vector<int32_t>() == std::vector<int32_t>{std::numeric_limits<int32_t>::min()});
+}

@@ -185,6 +185,17 @@ void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor&
   if constexpr (std::is_same_v<T, bool>) {
     MINIDL_FAIL("binary", "arithmetic on bool tensors is not supported");
   } else {
+    if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) {
+      // Signed overflow wraps, as in PyTorch: computed in the unsigned type (C++ would call a
+      // signed overflow undefined; the conversion back is modular since C++20).
+      using U = std::make_unsigned_t<C>;
+      switch (op) {
+        case BinaryOp::Add: return run([al](C x, C y) -> C { return static_cast<C>(U(x) + U(al) * U(y)); });
+        case BinaryOp::Sub: return run([al](C x, C y) -> C { return static_cast<C>(U(x) - U(al) * U(y)); });
+        case BinaryOp::Mul: return run([](C x, C y) -> C { return static_cast<C>(U(x) * U(y)); });
+        default: break;
+      }
+    }
     switch (op) {
       case BinaryOp::Add:
         if (alpha == 1.0) return run([](C x, C y) -> C { return x + y; });
