@@ -84,7 +84,7 @@ MINIDL_INSTANTIATE(bool)
 
 Tensor& Tensor::requires_grad_(bool r) {
   MINIDL_CHECK(is_leaf() || r, "requires_grad_", "you can only change requires_grad flags of leaf variables");
-  MINIDL_CHECK(!r || is_floating_point(), "requires_grad_", "only floating point tensors can require gradients, got ",
+  MINIDL_CHECK(!r || is_floating_point(), "requires_grad_", "only Tensors of floating point dtype can require gradients, got ",
                dtype_name(dtype()));
   impl()->requires_grad = r;
   return *this;
@@ -113,8 +113,19 @@ void Tensor::retain_grad() {
 
 void Tensor::register_hook(GradHook hook) {
   MINIDL_CHECK(requires_grad(), "register_hook", "cannot register a hook on a tensor that doesn't require gradient");
-  if (is_leaf()) impl()->hooks.push_back(std::move(hook));
-  else impl()->grad_fn->pre_hooks.emplace_back(impl()->output_nr, std::move(hook));
+  if (is_leaf()) {
+    impl()->hooks.push_back(std::move(hook));
+    return;
+  }
+  // As PyTorch, retain_grad's hook runs after every hook of the tensor, whenever they were
+  // registered: .grad holds the gradient the hooks produce. It is the tensor's last hook, so a
+  // later hook goes in front of it.
+  auto& hooks = impl()->grad_fn->pre_hooks;
+  auto pos = hooks.end();
+  if (impl()->retains_grad)
+    for (auto it = hooks.begin(); it != hooks.end(); ++it)
+      if (it->first == impl()->output_nr) pos = it;
+  hooks.emplace(pos, impl()->output_nr, std::move(hook));
 }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph) const {

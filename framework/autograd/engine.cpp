@@ -51,6 +51,35 @@ std::unordered_map<Node*, int> count_dependencies(const std::vector<Edge>& roots
   return deps;
 }
 
+// For grad(): the nodes that must run to reach the captured edges, i.e. the strict ancestors of
+// the capture nodes (as PyTorch's exec_info). Nothing else runs: no other hooks fire and no other
+// node frees its saved tensors.
+std::unordered_set<Node*> ancestors_of(const std::vector<Edge>& roots, const std::vector<Edge>& targets) {
+  std::unordered_map<Node*, std::vector<Node*>> parents;
+  std::unordered_set<Node*> seen;
+  std::vector<Node*> stack;
+  for (const Edge& e : roots)
+    if (e.fn && seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const Edge& e : n->next_edges) {
+      if (!e.fn) continue;
+      parents[e.fn.get()].push_back(n);
+      if (seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+    }
+  }
+  std::unordered_set<Node*> needed;
+  for (const Edge& t : targets) stack.push_back(t.fn.get());
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (Node* p : parents[n])
+      if (needed.insert(p).second) stack.push_back(p);
+  }
+  return needed;
+}
+
 void accumulate(Tensor& slot, const Tensor& g) { slot = slot.defined() ? add(slot, g) : g; }
 
 // Checks a node's returned gradient against the forward input it belongs to, converting dtype
@@ -95,6 +124,14 @@ void run(const TensorList& roots, const TensorList& grad_roots, bool retain_grap
   else no_grad = std::make_unique<NoGradGuard>();
 
   std::unordered_map<Node*, int> deps = count_dependencies(root_edges);
+  std::unordered_set<Node*> needed, captures;
+  if (capture_edges) {
+    needed = ancestors_of(root_edges, *capture_edges);
+    for (const Edge& e : *capture_edges) captures.insert(e.fn.get());
+  }
+  // Whether gradient flowing into fn is used: always for backward(), for grad() only on the way
+  // to the inputs.
+  auto wanted = [&](Node* fn) { return !capture_edges || needed.count(fn) || captures.count(fn); };
   std::unordered_map<Node*, TensorList> buffers;
   std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, BySequence> ready;
   std::unordered_set<Node*> queued;
@@ -126,13 +163,22 @@ void run(const TensorList& roots, const TensorList& grad_roots, bool retain_grap
     if (capture_edges)
       for (size_t c = 0; c < capture_edges->size(); ++c)
         if ((*capture_edges)[c].fn == node) {
-          const Tensor& g = grads[(*capture_edges)[c].input_nr];
-          if (g.defined()) accumulate((*captured)[c], g);
+          Tensor g = grads[(*capture_edges)[c].input_nr];
+          if (!g.defined()) continue;
+          // A leaf's hooks run in its AccumulateGrad, which grad() does not run: apply them here
+          // (PyTorch runs an input's tensor hooks before capturing its gradient).
+          if (auto* acc = dynamic_cast<AccumulateGrad*>(node.get()))
+            if (auto leaf = acc->leaf.lock())
+              for (auto& hook : leaf->hooks) {
+                Tensor r = hook(g);
+                if (r.defined()) g = r;
+              }
+          accumulate((*captured)[c], g);
         }
 
     TensorList outs;
     bool is_accumulator = dynamic_cast<AccumulateGrad*>(node.get()) != nullptr;
-    if (any && !(capture_edges && is_accumulator)) {
+    if (any && (!capture_edges || needed.count(node.get()))) {
       for (size_t i = 0; i < grads.size(); ++i)
         if (!grads[i].defined()) {
           const TensorMeta& m = node->output_meta[i];
@@ -148,7 +194,7 @@ void run(const TensorList& roots, const TensorList& grad_roots, bool retain_grap
     for (size_t i = 0; i < node->next_edges.size(); ++i) {
       const Edge& e = node->next_edges[i];
       if (!e.fn) continue;
-      if (i < outs.size() && outs[i].defined()) accumulate(slot(e), validate(*node, i, outs[i]));
+      if (i < outs.size() && outs[i].defined() && wanted(e.fn.get())) accumulate(slot(e), validate(*node, i, outs[i]));
       if (--deps[e.fn.get()] == 0 && queued.insert(e.fn.get()).second) ready.push(e.fn);
     }
   }

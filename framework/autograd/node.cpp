@@ -145,7 +145,9 @@ TensorList AccumulateGrad::apply(TensorList&& grads) {
       bool unique = g.impl_ptr().use_count() <= 2 && g.impl()->storage.use_count() == 1 && g.is_contiguous();
       impl->grad = (unique ? g.detach() : g.detach().clone()).impl_ptr();
     }
-  } else if (create_graph) {
+  } else if (create_graph || impl->grad->requires_grad) {
+    // Out of place, as PyTorch, when either graph must be kept: a .grad made by create_graph is
+    // part of a graph (and may be held by the caller), so it is not updated in place.
     impl->grad = add(Tensor(impl->grad), g).impl_ptr();
   } else {
     Tensor(impl->grad).add_(g);

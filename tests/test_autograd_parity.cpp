@@ -1,0 +1,142 @@
+// Autograd against PyTorch's documented behaviour on cases the engine tests do not reach:
+// accumulation across calls, non-leaf .grad, implicit gradients, retain_graph, grad() running only
+// the nodes it needs (and an input's hooks), hook order with retain_grad, detach and version
+// counters, zero-size tensors, integer tensors, create_graph accumulation.
+#include <catch2/catch.hpp>
+
+#include "gradcheck.h"
+
+using namespace minidl;
+using Catch::Contains;
+
+TEST_CASE("leaf gradients accumulate across separate backward calls until reset", "[autograd][parity]") {
+  Tensor x = from_vector<double>({1.0, -2.0}).requires_grad_();
+  mul(x, 3.0).sum().backward();
+  mul(x, x).sum().backward();  // 2x
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{5.0, -1.0});
+  x.set_grad(Tensor());  // optimizer.zero_grad(set_to_none=True)
+  mul(x, 4.0).sum().backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{4.0, 4.0});
+}
+
+TEST_CASE("a non-leaf has no .grad unless it retains it", "[autograd][parity]") {
+  Tensor x = from_vector<float>({1, 2}).requires_grad_();
+  Tensor h = mul(x, 2.0);
+  Tensor k = mul(x, 3.0);
+  k.retain_grad();
+  add(mul(h, h), k).sum().backward();
+  CHECK_FALSE(h.is_leaf());
+  CHECK_FALSE(h.grad().defined());
+  CHECK(k.grad().to_vector<float>() == std::vector<float>{1, 1});
+  CHECK(x.grad().to_vector<float>() == std::vector<float>{11, 19});  // 8x + 3
+}
+
+TEST_CASE("implicit gradients only for one-element outputs", "[autograd][parity]") {
+  Tensor x = from_vector<float>({2}).requires_grad_();
+  mul(x, 5.0).backward();  // shape [1]: PyTorch accepts any one-element output
+  CHECK(x.grad().item() == 5.0);
+  Tensor v = ones({2}).requires_grad_();
+  CHECK_THROWS_WITH(mul(v, 2.0).backward(), Contains("grad can be implicitly created only for scalar outputs"));
+  mul(v, 2.0).backward(from_vector<float>({1, 10}));
+  CHECK(v.grad().to_vector<float>() == std::vector<float>{2, 20});
+}
+
+TEST_CASE("a second backward through freed saved tensors names retain_graph", "[autograd][parity]") {
+  Tensor x = from_vector<float>({3}).requires_grad_();
+  Tensor y = mul(x, x).sum();
+  y.backward();
+  CHECK_THROWS_WITH(y.backward(), Contains("second time") && Contains("retain_graph=true") && Contains("MulBackward"));
+}
+
+TEST_CASE("grad() runs only the nodes between the outputs and the inputs", "[autograd][parity]") {
+  Tensor x = from_vector<double>({2.0}).requires_grad_();
+  Tensor a = mul(x, x);
+  Tensor y = mul(a, a);  // saves a
+  int at_y = 0, beyond_y = 0;
+  y.register_hook([&](const Tensor&) { ++at_y; return Tensor(); });
+  a.register_hook([&](const Tensor&) { ++beyond_y; return Tensor(); });
+  Tensor z = mul(y, 3.0).sum();
+  auto g = autograd::grad({z}, {y});
+  CHECK(g[0].item() == 3.0);
+  CHECK(at_y == 1);      // an input's own hooks run before its gradient is captured
+  CHECK(beyond_y == 0);  // nothing past the inputs runs
+  CHECK_FALSE(x.grad().defined());
+  y.sum().backward();    // y's node did not run, so its saved tensors were not freed
+  CHECK(x.grad().item() == 32.0);  // d(x^4)/dx = 4x^3
+}
+
+TEST_CASE("grad() applies the hooks of a leaf input", "[autograd][parity]") {
+  Tensor x = from_vector<float>({1, 2}).requires_grad_();
+  x.register_hook([](const Tensor& g) { return mul(g, 10.0); });
+  auto g = autograd::grad({mul(x, 3.0).sum()}, {x});
+  CHECK(g[0].to_vector<float>() == std::vector<float>{30, 30});
+  CHECK_FALSE(x.grad().defined());
+}
+
+TEST_CASE("hooks run in registration order and retain_grad sees their result", "[autograd][parity]") {
+  Tensor x = from_vector<float>({1, 2}).requires_grad_();
+  Tensor h = mul(x, 1.0);
+  std::vector<int> order;
+  h.retain_grad();
+  h.register_hook([&](const Tensor& g) { order.push_back(1); return add(g, 1.0); });
+  h.register_hook([&](const Tensor& g) { order.push_back(2); return mul(g, 10.0); });
+  mul(h, from_vector<float>({2, 3})).sum().backward();
+  CHECK(order == std::vector<int>{1, 2});
+  // (g + 1) * 10: .grad of a retained tensor is the gradient after all of its hooks (PyTorch runs
+  // the retain_grad hook last), and that is also what flows on to x.
+  CHECK(h.grad().to_vector<float>() == std::vector<float>{30, 40});
+  CHECK(x.grad().to_vector<float>() == std::vector<float>{30, 40});
+}
+
+TEST_CASE("requires_grad propagation, no_grad, detach and the shared version counter", "[autograd][parity]") {
+  Tensor w = from_vector<float>({1, 2}).requires_grad_();
+  Tensor c = from_vector<float>({3, 4});
+  CHECK(add(w, c).requires_grad());
+  CHECK_FALSE(add(c, c).requires_grad());
+  {
+    NoGradGuard ng;
+    Tensor y = mul(w, c);
+    CHECK_FALSE(y.requires_grad());
+    CHECK(y.is_leaf());
+  }
+  Tensor h = mul(w, 2.0);
+  Tensor d = h.detach();
+  CHECK_FALSE(d.requires_grad());
+  CHECK(d.is_leaf());
+  CHECK(d.raw_data() == h.raw_data());
+  Tensor y = mul(w, h).sum();  // saves h
+  const uint32_t v0 = h.version();
+  d.mul_(2.0);                 // an in-place change through the detached alias
+  CHECK(h.version() == v0 + 1);
+  CHECK_THROWS_WITH(y.backward(), Contains("one of the variables needed for gradient computation has been modified by an inplace operation"));
+  CHECK_THROWS_WITH(w.add_(c), Contains("in-place operation"));
+  CHECK(mul(w, 2.0).to(DType::I64).requires_grad() == false);  // integer results are not differentiable
+}
+
+TEST_CASE("integer tensors cannot require gradients", "[autograd][parity]") {
+  CHECK_THROWS_WITH(from_vector<int64_t>({1, 2}).requires_grad_(),
+                    Contains("only Tensors of floating point dtype can require gradients"));
+  CHECK_THROWS_WITH(zeros({2}, TensorOptions(DType::I32).requires_grad()), Contains("floating point dtype"));
+  CHECK_NOTHROW(from_vector<int64_t>({1}).requires_grad_(false));
+}
+
+TEST_CASE("zero-size tensors run backward and get empty gradients", "[autograd][parity]") {
+  Tensor x = zeros({0, 3}).requires_grad_();
+  Tensor w = ones({3, 2}).requires_grad_();
+  mm(x, w).sum().backward();
+  REQUIRE(x.grad().defined());
+  CHECK(x.grad().shape() == Shape{0, 3});
+  CHECK(w.grad().to_vector<float>() == std::vector<float>(6, 0.0f));
+}
+
+TEST_CASE("a .grad built by create_graph is not updated in place by a later backward", "[autograd][parity]") {
+  Tensor x = from_vector<double>({2.0}).requires_grad_();
+  mul(mul(x, x), x).sum().backward(Tensor(), false, true);  // x.grad = 3x^2 = 12, with a graph
+  Tensor first = x.grad();
+  CHECK(first.requires_grad());
+  CHECK(first.item() == 12.0);
+  first.sum().backward();  // d(3x^2)/dx = 6x = 12, accumulated: 12 + 12
+  CHECK(x.grad().item() == 24.0);
+  CHECK(first.item() == 12.0);  // PyTorch adds out of place when .grad requires grad
+  CHECK_FALSE(x.grad().is_same(first));
+}
