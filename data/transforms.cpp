@@ -63,9 +63,22 @@ std::string Normalize::repr() const {
 
 // ---- RandomCrop
 
-RandomCrop::RandomCrop(int64_t size, int64_t padding) : size_(size), padding_(padding) {
+RandomCrop::RandomCrop(int64_t size, int64_t padding, std::vector<float> fill)
+    : size_(size), padding_(padding), fill_(std::move(fill)) {
   MINIDL_CHECK(size > 0 && padding >= 0, "RandomCrop", "needs size > 0 and padding >= 0, got size ", size,
                " and padding ", padding);
+  MINIDL_CHECK(!fill_.empty(), "RandomCrop", "fill needs one value or one per channel, got none");
+}
+
+std::vector<float> normalized_fill(const std::vector<float>& mean, const std::vector<float>& std, float value) {
+  MINIDL_CHECK(!mean.empty() && mean.size() == std.size(), "normalized_fill",
+               "mean and std must be non-empty and of equal length, got ", mean.size(), " and ", std.size());
+  std::vector<float> out(mean.size());
+  for (size_t c = 0; c < mean.size(); ++c) {
+    MINIDL_CHECK(std[c] > 0.0f, "normalized_fill", "std must be > 0, got ", std[c]);
+    out[c] = (value - mean[c]) / std[c];
+  }
+  return out;
 }
 
 Tensor RandomCrop::apply(Tensor batch, const TransformContext& ctx) const {
@@ -73,6 +86,8 @@ Tensor RandomCrop::apply(Tensor batch, const TransformContext& ctx) const {
   const int64_t b = x.size(0), c = x.dim() == 4 ? x.size(1) : 1;
   const int64_t h = x.size(x.dim() - 2), w = x.size(x.dim() - 1);
   const int64_t ph = h + 2 * padding_, pw = w + 2 * padding_;
+  MINIDL_CHECK(fill_.size() == 1 || static_cast<int64_t>(fill_.size()) == c, "RandomCrop", "has ", fill_.size(),
+               " fill values but the batch has ", c, " channels (", x.meta_str(), ")");
   MINIDL_CHECK(size_ <= ph && size_ <= pw, "RandomCrop", "crop size ", size_, " is larger than the padded image ",
                ph, "x", pw, " (", x.meta_str(), ", padding ", padding_, ")");
   Shape out_shape = x.shape();
@@ -91,15 +106,16 @@ Tensor RandomCrop::apply(Tensor batch, const TransformContext& ctx) const {
     for (int64_t ch = 0; ch < c; ++ch) {
       const float* s = src + (i * c + ch) * h * w;
       float* d = dst + (i * c + ch) * size_ * size_;
+      const float fv = fill_.size() == 1 ? fill_[0] : fill_[ch];
       for (int64_t r = 0; r < size_; ++r, d += size_) {
         const int64_t sy = oy + r - padding_;
         if (sy < 0 || sy >= h) {
-          std::fill(d, d + size_, 0.0f);
+          std::fill(d, d + size_, fv);
           continue;
         }
-        std::fill(d, d + j0, 0.0f);
+        std::fill(d, d + j0, fv);
         std::memcpy(d + j0, s + sy * w + (ox + j0 - padding_), sizeof(float) * (j1 - j0));
-        std::fill(d + j1, d + size_, 0.0f);
+        std::fill(d + j1, d + size_, fv);
       }
     }
   }
@@ -107,7 +123,15 @@ Tensor RandomCrop::apply(Tensor batch, const TransformContext& ctx) const {
 }
 
 std::string RandomCrop::repr() const {
-  return "RandomCrop(size=" + std::to_string(size_) + ", padding=" + std::to_string(padding_) + ")";
+  std::ostringstream os;
+  os << "RandomCrop(size=" << size_ << ", padding=" << padding_;
+  if (fill_.size() > 1 || fill_[0] != 0.0f) {
+    os << ", fill=[";
+    for (size_t i = 0; i < fill_.size(); ++i) os << (i ? ", " : "") << fill_[i];
+    os << "]";
+  }
+  os << ")";
+  return os.str();
 }
 
 // ---- RandomHorizontalFlip

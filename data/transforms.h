@@ -47,17 +47,25 @@ class Normalize : public Transform {
   std::vector<float> mean_, std_;
 };
 
-// Pads each image [C, H, W] (or [H, W]) with `padding` zeros on every side, then cuts a size x size
-// window at a random offset (uniform over all positions). Returns a new [B, C, size, size] tensor.
+// Pads each image [C, H, W] (or [H, W]) with `padding` pixels of value `fill` on every side (one
+// value, or one per channel), then cuts a size x size window at a random offset (uniform over all
+// positions). Returns a new [B, C, size, size] tensor. torchvision pads with 0 before Normalize
+// (ToTensor -> RandomCrop -> Normalize); on a batch that is already normalized, as the datasets'
+// normalize options produce, the same pixels are fill = normalized_fill(mean, std), i.e. -mean/std.
 class RandomCrop : public Transform {
  public:
-  explicit RandomCrop(int64_t size, int64_t padding = 0);
+  explicit RandomCrop(int64_t size, int64_t padding = 0, std::vector<float> fill = {0.0f});
   Tensor apply(Tensor batch, const TransformContext& ctx) const override;
   std::string repr() const override;
 
  private:
   int64_t size_, padding_;
+  std::vector<float> fill_;
 };
+
+// (value - mean[c]) / std[c] per channel: the padding value `value` of raw [0, 1] images after
+// Normalize(mean, std), for RandomCrop's fill on normalized batches.
+std::vector<float> normalized_fill(const std::vector<float>& mean, const std::vector<float>& std, float value = 0.0f);
 
 // Mirrors each image left-right with probability p. In place.
 class RandomHorizontalFlip : public Transform {
