@@ -185,6 +185,7 @@ Parsed parse_header(const std::string& json_text, uint64_t data_size, const std:
   Parsed out;
   for (const auto& [name, v] : header.members()) {
     if (name == "__metadata__") {
+      if (v.is_null()) continue;  // the reference reader's Option: null is no metadata
       if (!v.is_object()) fail("'__metadata__' must be an object of strings");
       for (const auto& [k, s] : v.members()) {
         if (!s.is_string()) fail(detail::concat("'__metadata__' entry '", k, "' must be a string, got ", s.type_name()));
