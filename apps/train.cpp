@@ -44,7 +44,9 @@ Data load_data(const train::Config& c) {
     d.train = std::make_unique<data::CIFAR>(c.data, data::Split::Train, data::CIFAROptions().normalize(mean, std));
     d.test = std::make_unique<data::CIFAR>(c.data, data::Split::Test, data::CIFAROptions().normalize(mean, std));
     d.augment = std::make_shared<data::Compose>(std::vector<std::shared_ptr<data::Transform>>{
-        std::make_shared<data::RandomCrop>(32, 4), std::make_shared<data::RandomHorizontalFlip>(0.5)});
+        // Padding is black in pixel space, as torchvision pads before Normalize: -mean/std here.
+        std::make_shared<data::RandomCrop>(32, 4, data::normalized_fill({mean.begin(), mean.end()}, {std.begin(), std.end()})),
+        std::make_shared<data::RandomHorizontalFlip>(0.5)});
   } else {
     const bool fashion = c.dataset == "fashion-mnist";
     const float mean = fashion ? 0.2860f : 0.1307f, std = fashion ? 0.3530f : 0.3081f;

@@ -24,8 +24,9 @@ inline void check_floating(const char* op, const Tensor& t) {
 }
 // In-place writes into a tensor that takes part in autograd would silently corrupt gradients.
 inline void check_inplace(const char* op, const Tensor& t) {
-  MINIDL_CHECK(!(t.requires_grad() && GradMode::is_enabled()), op,
-               "a tensor that requires grad is being used in an in-place operation (", t.meta_str(),
+  // A leaf gets PyTorch's own words; other tensors are refused too (README: deliberate differences).
+  MINIDL_CHECK(!(t.requires_grad() && GradMode::is_enabled()), op, "a ", t.is_leaf() ? "leaf Variable" : "tensor",
+               " that requires grad is being used in an in-place operation (", t.meta_str(),
                "); wrap the update in NoGradGuard");
 }
 
