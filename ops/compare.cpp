@@ -1,4 +1,5 @@
 // Comparisons (bool results, not differentiable), where (differentiable in both branches) and clamp.
+#include <cmath>
 #include <algorithm>
 #include <limits>
 
@@ -68,9 +69,28 @@ Tensor where(const Tensor& cond, const Tensor& a_in, const Tensor& b_in) {
   return out;
 }
 
+// Integer clamp: stays integer for integral bounds (a fractional bound promotes to f32, as
+// torch's type promotion with a float scalar); bounds outside the dtype's range are errors, as
+// PyTorch's "value cannot be converted ... without overflow".
+Tensor clamp_integer(const Tensor& x, std::optional<double> lo, std::optional<double> hi) {
+  MINIDL_CHECK(x.dtype() != DType::Bool, "clamp", "not supported for bool tensors (got ", x.meta_str(), ")");
+  auto integral = [](std::optional<double> b) { return !b || *b == std::floor(*b); };
+  if (!integral(lo) || !integral(hi)) return clamp(cast(x, DType::F32), lo, hi);
+  const double top = traits(x.dtype()).max, bottom = x.dtype() == DType::U8 ? 0.0 : -top - 1;
+  Tensor r = x.detach();
+  for (auto [bound, below] : {std::pair{lo, true}, std::pair{hi, false}}) {
+    if (!bound) continue;
+    MINIDL_CHECK(*bound >= bottom && *bound < top + 1, "clamp", below ? "min " : "max ", *bound,
+                 " cannot be converted to ", dtype_name(x.dtype()), " without overflow");
+    // Applied in order, so min > max leaves every element at max.
+    r = where(below ? lt(r, *bound) : gt(r, *bound), full_like(r, *bound), r);
+  }
+  return r;
+}
+
 Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi) {
   check_defined(x, "clamp", "self");
-  check_floating("clamp", x);  // integer tensors: README, deliberate differences
+  if (!x.is_floating_point()) return clamp_integer(x, lo, hi);
   const double l = lo.value_or(-std::numeric_limits<double>::infinity());
   const double h = hi.value_or(std::numeric_limits<double>::infinity());
   auto kernel = K().unary.get(x.device(), x.dtype(), "clamp");

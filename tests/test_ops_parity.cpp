@@ -35,12 +35,11 @@ TEST_CASE("clamp with min above max sets every element to max and keeps NaN", "[
   CHECK(clamp(f64({5, -5}), 0.0, 0.0).to_vector<double>() == std::vector<double>{0, 0});
 }
 
-TEST_CASE("arithmetic on two bool tensors and clamp of integers are errors, true division works", "[parity][bool]") {
-  // Deliberate differences (README): PyTorch's bool add/mul are a logical or/and and its clamp takes integers.
+TEST_CASE("arithmetic on two bool tensors is an error, true division works", "[parity][bool]") {
+  // A deliberate difference (README): PyTorch's bool add/mul are a logical or/and.
   Tensor a = bools({true, true, false, false}), b = bools({true, false, true, false});
   CHECK_THROWS_WITH(mul(a, b), Contains("mul") && Contains("bool"));
   CHECK_THROWS_WITH(maximum(a, b), Contains("maximum") && Contains("bool"));
-  CHECK_THROWS_WITH(clamp(i64({1}), 0.0, 1.0), Contains("clamp") && Contains("i64"));
   // True division gives floats: 1/1, 1/0, 0/1, 0/0.
   Tensor qt = div(a, b);
   CHECK(qt.dtype() == DType::F32);
@@ -261,4 +260,21 @@ TEST_CASE("signed integer add, sub, mul and neg wrap on overflow, as PyTorch", "
   CHECK(neg(i64({kMin})).to_vector<int64_t>() == std::vector<int64_t>{kMin});
   Tensor i32 = cast(i64({std::numeric_limits<int32_t>::max()}), DType::I32);
   CHECK(add(i32, cast(i64({1}), DType::I32)).to_vector<int32_t>() == std::vector<int32_t>{std::numeric_limits<int32_t>::min()});
+}
+
+TEST_CASE("clamp of integer tensors stays integer, a fractional bound promotes to f32", "[parity][clamp]") {
+  Tensor x = i64({-5, 0, 3, 9});
+  Tensor y = clamp(x, 0.0, 4.0);
+  CHECK(y.dtype() == DType::I64);
+  CHECK(y.to_vector<int64_t>() == std::vector<int64_t>{0, 0, 3, 4});
+  CHECK(clamp(x, std::nullopt, 1.0).to_vector<int64_t>() == std::vector<int64_t>{-5, 0, 1, 1});
+  CHECK(clamp(x, 4.0, 2.0).to_vector<int64_t>() == std::vector<int64_t>{2, 2, 2, 2});  // min > max: max
+  Tensor u = clamp(cast(i64({1, 200}), DType::U8), 5.0, 100.0);
+  CHECK(u.dtype() == DType::U8);
+  CHECK(u.to_vector<uint8_t>() == std::vector<uint8_t>{5, 100});
+  Tensor f = clamp(x, 0.5, std::nullopt);
+  CHECK(f.dtype() == DType::F32);
+  CHECK(f.to_vector<float>() == std::vector<float>{0.5f, 0.5f, 3.0f, 9.0f});
+  CHECK_THROWS_WITH(clamp(cast(x, DType::I32), 1e10, std::nullopt), Contains("clamp") && Contains("i32") && Contains("overflow"));
+  CHECK_THROWS_WITH(clamp(bools({true}), 0.0, 1.0), Contains("clamp") && Contains("bool"));
 }
