@@ -41,7 +41,9 @@ Prepared prepare(BinaryOp op, const Tensor& a_in, const Tensor& b_in, double alp
   MINIDL_CHECK(!(op == BinaryOp::Sub && (a_in.dtype() == DType::Bool || b_in.dtype() == DType::Bool)), name,
                "subtraction with a bool tensor is not supported (got ", a_in.meta_str(), " and ", b_in.meta_str(),
                "); to invert a mask use eq(mask, 0)");
-  MINIDL_CHECK(t != DType::Bool, name, "arithmetic on two bool tensors is not supported (got ", a_in.meta_str(),
+  // Two bools: add and maximum are a logical or, mul and minimum a logical and, as PyTorch.
+  const bool logical = op == BinaryOp::Mul || op == BinaryOp::Max || op == BinaryOp::Min || (op == BinaryOp::Add && alpha == 1.0);
+  MINIDL_CHECK(t != DType::Bool || logical, name, "arithmetic on two bool tensors is not supported (got ", a_in.meta_str(),
                " and ", b_in.meta_str(), "); cast one to an integer or floating dtype first");
   const Shape shape = broadcast_shapes(a_in.shape(), b_in.shape(), name);
   auto kernel = K().binary.get(a_in.device(), t, name);

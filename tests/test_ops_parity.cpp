@@ -35,11 +35,20 @@ TEST_CASE("clamp with min above max sets every element to max and keeps NaN", "[
   CHECK(clamp(f64({5, -5}), 0.0, 0.0).to_vector<double>() == std::vector<double>{0, 0});
 }
 
-TEST_CASE("arithmetic on two bool tensors is an error, true division works", "[parity][bool]") {
-  // A deliberate difference (README): PyTorch's bool add/mul are a logical or/and.
+TEST_CASE("add and maximum of two bool tensors are a logical or, mul and minimum a logical and, true division works", "[parity][bool]") {
   Tensor a = bools({true, true, false, false}), b = bools({true, false, true, false});
-  CHECK_THROWS_WITH(mul(a, b), Contains("mul") && Contains("bool"));
-  CHECK_THROWS_WITH(maximum(a, b), Contains("maximum") && Contains("bool"));
+  const std::vector<bool> any{true, true, true, false}, both{true, false, false, false};
+  for (const Tensor& r : {add(a, b), maximum(a, b)}) {
+    CHECK(r.dtype() == DType::Bool);
+    CHECK(r.to_vector<bool>() == any);
+  }
+  for (const Tensor& r : {mul(a, b), minimum(a, b)}) {
+    CHECK(r.dtype() == DType::Bool);
+    CHECK(r.to_vector<bool>() == both);
+  }
+  CHECK(add(bools({true}), bools({true, false})).to_vector<bool>() == std::vector<bool>{true, true});  // broadcast
+  CHECK_THROWS_WITH(pow(a, b), Contains("pow") && Contains("bool"));
+  CHECK_THROWS_WITH(add(a, b, 2.0), Contains("add") && Contains("bool"));
   // True division gives floats: 1/1, 1/0, 0/1, 0/0.
   Tensor qt = div(a, b);
   CHECK(qt.dtype() == DType::F32);

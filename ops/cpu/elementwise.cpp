@@ -183,7 +183,13 @@ void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor&
     }
   }
   if constexpr (std::is_same_v<T, bool>) {
-    MINIDL_FAIL("binary", "arithmetic on bool tensors is not supported");
+    switch (op) {
+      case BinaryOp::Add:
+      case BinaryOp::Max: return binary_rows<T, T>(out, a, b, [](C x, C y) -> C { return x || y; });
+      case BinaryOp::Mul:
+      case BinaryOp::Min: return binary_rows<T, T>(out, a, b, [](C x, C y) -> C { return x && y; });
+      default: MINIDL_FAIL("binary", "arithmetic on bool tensors is not supported");
+    }
   } else {
     if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) {
       // Signed overflow wraps, as in PyTorch: computed in the unsigned type (C++ would call a
