@@ -32,9 +32,10 @@ struct BySequence {
   }
 };
 
-// Number of edges into each node reachable from the roots (iterative DFS).
-std::unordered_map<Node*, int> count_dependencies(const std::vector<Edge>& roots) {
-  std::unordered_map<Node*, int> deps;
+// Calls on_edge(from, to) once for every edge reachable from the roots (iterative DFS, so deep
+// graphs do not overflow the stack).
+template <class F>
+void for_each_edge(const std::vector<Edge>& roots, F on_edge) {
   std::unordered_set<Node*> seen;
   std::vector<Node*> stack;
   for (const Edge& e : roots)
@@ -44,10 +45,16 @@ std::unordered_map<Node*, int> count_dependencies(const std::vector<Edge>& roots
     stack.pop_back();
     for (const Edge& e : n->next_edges) {
       if (!e.fn) continue;
-      ++deps[e.fn.get()];
+      on_edge(n, e.fn.get());
       if (seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
     }
   }
+}
+
+// Number of edges into each node reachable from the roots.
+std::unordered_map<Node*, int> count_dependencies(const std::vector<Edge>& roots) {
+  std::unordered_map<Node*, int> deps;
+  for_each_edge(roots, [&](Node*, Node* to) { ++deps[to]; });
   return deps;
 }
 
@@ -56,19 +63,8 @@ std::unordered_map<Node*, int> count_dependencies(const std::vector<Edge>& roots
 // node frees its saved tensors.
 std::unordered_set<Node*> ancestors_of(const std::vector<Edge>& roots, const std::vector<Edge>& targets) {
   std::unordered_map<Node*, std::vector<Node*>> parents;
-  std::unordered_set<Node*> seen;
+  for_each_edge(roots, [&](Node* from, Node* to) { parents[to].push_back(from); });
   std::vector<Node*> stack;
-  for (const Edge& e : roots)
-    if (e.fn && seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
-  while (!stack.empty()) {
-    Node* n = stack.back();
-    stack.pop_back();
-    for (const Edge& e : n->next_edges) {
-      if (!e.fn) continue;
-      parents[e.fn.get()].push_back(n);
-      if (seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
-    }
-  }
   std::unordered_set<Node*> needed;
   for (const Edge& t : targets) stack.push_back(t.fn.get());
   while (!stack.empty()) {
