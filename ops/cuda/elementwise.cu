@@ -114,13 +114,15 @@ __global__ void binary_flat_kernel(Out* out, const T* a, const T* b, bool b_scal
   }
 }
 
-template <class T, class Out>
-__global__ void binary_strided_kernel(Out* out, const T* a, const T* b, bool b_scalar, int64_t n, OffsetCalc<3> oc,
-                                      BinaryOp op, compute_t<T> al, compute_t<T> sc) {
+// N = 3 operands (out, a, b), or N = 2 (out, a) when b is the scalar sc.
+template <class T, class Out, int N>
+__global__ void binary_strided_kernel(Out* out, const T* a, const T* b, int64_t n, OffsetCalc<N> oc, BinaryOp op,
+                                      compute_t<T> al, compute_t<T> sc) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{blockDim.x} * gridDim.x) {
-    int64_t off[3];
+    int64_t off[N];
     oc.get(i, off);
-    const compute_t<T> y = b_scalar ? sc : load(b[off[2]]);
+    compute_t<T> y = sc;
+    if constexpr (N == 3) y = load(b[off[2]]);
     out[off[0]] = binary_one<T, Out>(op, load(a[off[1]]), y, al, sc);
   }
 }
@@ -147,10 +149,12 @@ void binary_launch(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor
                     (b_scalar || (b.shape() == out.shape() && b.is_contiguous()));
   if (flat) {
     binary_flat_kernel<T, Out><<<grid_for(n, dev, kVec), kThreads, 0, s>>>(po, pa, pb, b_scalar, n, op, al, sc);
+  } else if (b_scalar) {
+    auto oc = make_offset_calc<2>(out.shape(), {&out, &a}, "binary");
+    binary_strided_kernel<T, Out, 2><<<grid_for(n, dev), kThreads, 0, s>>>(po, pa, nullptr, n, oc, op, al, sc);
   } else {
-    const Tensor& bb = b_scalar ? a : b;  // placeholder operand; never read when b_scalar
-    auto oc = make_offset_calc<3>(out.shape(), {&out, &a, &bb}, "binary");
-    binary_strided_kernel<T, Out><<<grid_for(n, dev), kThreads, 0, s>>>(po, pa, pb, b_scalar, n, oc, op, al, sc);
+    auto oc = make_offset_calc<3>(out.shape(), {&out, &a, &b}, "binary");
+    binary_strided_kernel<T, Out, 3><<<grid_for(n, dev), kThreads, 0, s>>>(po, pa, pb, n, oc, op, al, sc);
   }
   MINIDL_CUDA_CHECK_LAUNCH("binary");
 }
