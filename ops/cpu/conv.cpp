@@ -219,11 +219,11 @@ int image_slots(int64_t n) {
   return nt > 1 && n >= nt && !in_parallel() ? nt : 1;
 }
 
-// f(n, slot, scratch) for every image, the images cut into image_slots(N) contiguous runs, each run
-// a pool chunk with slot = its index.
+// f(n, slot, scratch) for every image, the images cut into `slots` contiguous runs (image_slots(N)
+// unless the caller sized per-slot buffers with it already), each run a pool chunk with slot = its index.
 template <class C, class F>
-void for_each_image(int64_t N, F&& f) {
-  const int slots = image_slots(N);
+void for_each_image(int64_t N, F&& f, int slots = 0) {
+  if (slots == 0) slots = image_slots(N);
   parallel_chunks(slots, [&](int64_t slot) {
     Scratch<C> s;
     for (int64_t n = N * slot / slots; n < N * (slot + 1) / slots; ++n) f(n, static_cast<int>(slot), s);
@@ -385,7 +385,7 @@ void conv2d_weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, con
                     C(1), C(1));
       }
     }
-  });
+  }, slots);
   for (int t = 1; t < slots; ++t)
     for (int64_t i = 0; i < acc_n; ++i) acc[i] += acc[t * acc_n + i];
   store_block(acc.data(), gw.data_ptr<T>(), wn);

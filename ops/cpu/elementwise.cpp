@@ -311,9 +311,9 @@ void unary_array_rows(const Tensor& out, const Tensor& x, F f) {
         return;
       }
     }
-    C xa[kBlock], z[kBlock];
-    for (int64_t s = 0; s < n; s += kBlock) {
-      const int64_t m = std::min(kBlock, n - s);
+    C xa[kArrayBlock], z[kArrayBlock];
+    for (int64_t s = 0; s < n; s += kArrayBlock) {
+      const int64_t m = std::min(kArrayBlock, n - s);
       gather_block(xp + s * sx, sx, xa, m);
       f(In(xa, m), Out(z, m));
       store_block(z, op + s, m);

@@ -24,13 +24,9 @@ namespace {
 // the second thread and joining it costs when it has gone to sleep.
 constexpr double kGemmParallelFlops = 1.5e6;
 
-// A 2-D operand as Eigen's GEMM sees it: data, storage order and outer stride.
-template <class T>
-using Operand = MatrixRef<T>;
-
 // A 2-D slice (rows x cols, strides rs, cs) with a unit stride on one dim.
 template <class T>
-Operand<T> operand(const T* p, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+MatrixRef<T> operand(const T* p, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
   if (cs == 1 || cols == 1) return {p, true, rows == 1 ? std::max<int64_t>(cols, 1) : rs};
   return {p, false, cols == 1 ? std::max<int64_t>(rows, 1) : cs};
 }
@@ -40,7 +36,7 @@ Operand<T> operand(const T* p, int64_t rows, int64_t cols, int64_t rs, int64_t c
 // Matrix::operator*; called directly it takes any strides and storage orders, never threads
 // (info = null), and makes no temporaries.
 template <class T, int AOrder, int BOrder, int COrder>
-void gemm_serial_typed(int64_t m, int64_t n, int64_t k, Operand<T> a, Operand<T> b, T* c, int64_t ldc, T alpha) {
+void gemm_serial_typed(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T> b, T* c, int64_t ldc, T alpha) {
   using Eigen::Index;
   using namespace Eigen::internal;
   gemm_blocking_space<COrder, T, T, Eigen::Dynamic, Eigen::Dynamic, Eigen::Dynamic> blocking(m, n, k, 1, true);
@@ -49,7 +45,7 @@ void gemm_serial_typed(int64_t m, int64_t n, int64_t k, Operand<T> a, Operand<T>
 }
 
 template <class T, int COrder>
-void gemm_dispatch(int64_t m, int64_t n, int64_t k, Operand<T> a, Operand<T> b, T* c, int64_t ldc, T alpha) {
+void gemm_dispatch(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T> b, T* c, int64_t ldc, T alpha) {
   constexpr int R = Eigen::RowMajor, C = Eigen::ColMajor;
   if (a.row_major) {
     if (b.row_major) gemm_serial_typed<T, R, R, COrder>(m, n, k, a, b, c, ldc, alpha);
@@ -67,7 +63,7 @@ void gemm_dispatch(int64_t m, int64_t n, int64_t k, Operand<T> a, Operand<T> b, 
 constexpr int64_t kNarrowN = 24;
 
 template <class T>
-void gemm_serial(int64_t m, int64_t n, int64_t k, Operand<T> a, Operand<T> b, T* c, int64_t ldc, T alpha, T beta) {
+void gemm_serial(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T> b, T* c, int64_t ldc, T alpha, T beta) {
   if (m == 0 || n == 0) return;
   if (k > 0 && n < kNarrowN && m >= 4 * n) {
     std::vector<T> t(static_cast<size_t>(m * n), T(0));
@@ -94,7 +90,7 @@ void gemm_serial(int64_t m, int64_t n, int64_t k, Operand<T> a, Operand<T> b, T*
 // multiples of 48 (Eigen's AVX-512 f32 micro-panel is 48 x 4), so no thread gets ragged panels
 // it would not have had anyway.
 template <class T>
-void gemm_slab(int64_t m, int64_t n, int64_t k, Operand<T> a, Operand<T> b, T* c, int64_t ldc, T alpha, T beta,
+void gemm_slab(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T> b, T* c, int64_t ldc, T alpha, T beta,
                int64_t slab, int64_t slabs) {
   constexpr int64_t kAlign = 48;
   const bool rows = m >= n;
@@ -103,8 +99,8 @@ void gemm_slab(int64_t m, int64_t n, int64_t k, Operand<T> a, Operand<T> b, T* c
   chunk = std::min(len, (chunk + kAlign - 1) / kAlign * kAlign);
   const int64_t s0 = std::min(len, slab * chunk), s1 = std::min(len, s0 + chunk);
   if (s0 >= s1) return;
-  if (rows) gemm_serial(s1 - s0, n, k, Operand<T>{a.at(s0, 0), a.row_major, a.ld}, b, c + s0 * ldc, ldc, alpha, beta);
-  else gemm_serial(m, s1 - s0, k, a, Operand<T>{b.at(0, s0), b.row_major, b.ld}, c + s0, ldc, alpha, beta);
+  if (rows) gemm_serial(s1 - s0, n, k, MatrixRef<T>{a.at(s0, 0), a.row_major, a.ld}, b, c + s0 * ldc, ldc, alpha, beta);
+  else gemm_serial(m, s1 - s0, k, a, MatrixRef<T>{b.at(0, s0), b.row_major, b.ld}, c + s0, ldc, alpha, beta);
 }
 
 bool has_unit_stride(const Tensor& t) {
