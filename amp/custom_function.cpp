@@ -1,7 +1,7 @@
 #include "amp/custom_function.h"
 
-#include "amp/autocast.h"
-#include "framework/autograd/grad_mode.h"
+#include "ops/autocast_hook.h"
+#include "framework/grad_mode.h"
 #include "ops/ops.h"
 
 namespace minidl::amp {

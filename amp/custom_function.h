@@ -5,7 +5,7 @@
 #pragma once
 #include <optional>
 
-#include "framework/autograd/function.h"
+#include "autograd/function.h"
 
 namespace minidl::amp {
 

@@ -5,7 +5,7 @@
 #include <map>
 #include <sstream>
 
-#include "framework/autograd/grad_mode.h"
+#include "framework/grad_mode.h"
 #include "framework/cuda.h"
 #include "framework/error.h"
 #include "ops/kernels.h"

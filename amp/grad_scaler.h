@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "framework/tensor.h"
+#include "ops/tensor.h"
 
 namespace minidl::amp {
 

@@ -7,10 +7,10 @@
 #include <set>
 #include <sstream>
 
-#include "amp/autocast.h"
-#include "framework/autograd/grad_mode.h"
+#include "ops/autocast_hook.h"
+#include "framework/grad_mode.h"
 #include "framework/error.h"
-#include "framework/serialize.h"
+#include "serialize/serialize.h"
 #include "ops/ops.h"
 
 namespace minidl::amp {
@@ -58,8 +58,8 @@ UnderflowCounts count_underflow(const Tensor& t, DType dtype) {
   return c;
 }
 
-PrecisionReport::Recorder::Recorder(PrecisionReport& report) { set_node_observer(observer, &report); }
-PrecisionReport::Recorder::~Recorder() { set_node_observer(nullptr, nullptr); }
+PrecisionReport::Recorder::Recorder(PrecisionReport& report) { autograd::set_node_observer(observer, &report); }
+PrecisionReport::Recorder::~Recorder() { autograd::set_node_observer(nullptr, nullptr); }
 
 void PrecisionReport::observe(autograd::Node& node, const autograd::TensorList& outputs) {
   NodeStats s;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/autograd/node.h"
+#include "ops/node.h"
 
 namespace minidl::amp {
 

@@ -28,7 +28,8 @@ endif()
 
 function(minidl_add_cuda_sources target)
   if(MINIDL_HAS_CUDA)
-    file(GLOB cuda_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/ops/cuda/*.cu ${PROJECT_SOURCE_DIR}/ops/cuda/*.cpp)
+    file(GLOB cuda_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/framework/cuda/*.cu ${PROJECT_SOURCE_DIR}/ops/cuda/*.cu
+         ${PROJECT_SOURCE_DIR}/ops/cuda/*.cpp)
     target_sources(${target} PRIVATE ${cuda_sources})
     target_compile_definitions(${target} PUBLIC MINIDL_WITH_CUDA=1)
     target_include_directories(${target} PRIVATE ${MINIDL_CUDNN_INCLUDE})

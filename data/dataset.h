@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "framework/tensor.h"
+#include "ops/tensor.h"
 
 namespace minidl::data {
 

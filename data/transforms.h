@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "data/rng.h"
-#include "framework/tensor.h"
+#include "ops/tensor.h"
 
 namespace minidl::data {
 

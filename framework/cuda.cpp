@@ -1,4 +1,5 @@
-// CPU-only builds: no CUDA backend, so no devices. The CUDA build defines these in ops/cuda.
+// CPU-only builds: no CUDA backend, so no devices. The CUDA build defines these in
+// framework/cuda/runtime.cu.
 #include "framework/cuda.h"
 
 #include <cstdio>
@@ -28,6 +29,7 @@ namespace minidl::cuda {
 bool is_available() { return false; }
 int device_count() { return 0; }
 bool is_compiled() { return false; }
+Allocator* caching_allocator() { return nullptr; }
 DeviceProperties get_device_properties(int device) {
   MINIDL_FAIL("cuda::get_device_properties", "device cuda:", device,
               " is not available: this build has no CUDA backend");

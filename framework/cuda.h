@@ -8,7 +8,14 @@
 
 #include "framework/device.h"
 
+namespace minidl {
+struct Allocator;
+}
+
 namespace minidl::cuda {
+
+// The caching allocator of CUDA memory; null without the backend or without a usable GPU.
+Allocator* caching_allocator();
 
 bool is_available();
 int device_count();

@@ -1,13 +1,18 @@
 #include "framework/storage.h"
 
+#include "framework/cuda.h"
 #include "framework/error.h"
 
 namespace minidl {
 
 namespace {
+// The CUDA slot is filled on first use from the CUDA runtime (framework/cuda/runtime.cu), so that
+// CPU-only programs never touch the driver.
 Allocator*& slot(DeviceType t) {
   static Allocator* table[kNumDeviceTypes] = {cpu_allocator(), nullptr};
-  return table[static_cast<int>(t)];
+  Allocator*& a = table[static_cast<int>(t)];
+  if (!a && t == DeviceType::CUDA) a = cuda::caching_allocator();
+  return a;
 }
 }  // namespace
 

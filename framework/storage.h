@@ -10,8 +10,8 @@
 
 namespace minidl {
 
-// A device's memory source. The CPU one is built in; the CUDA backend registers its caching
-// allocator at start-up.
+// A device's memory source: the CPU one (framework/cpu_allocator.h) and the CUDA caching allocator
+// (framework/cuda/caching_allocator.h); set_allocator replaces one (tests poison fresh memory so).
 struct Allocator {
   virtual ~Allocator() = default;
   virtual void* allocate(size_t nbytes) = 0;

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "framework/autograd/grad_mode.h"
+#include "framework/grad_mode.h"
 #include "framework/error.h"
 #include "framework/half.h"
 #include "ops/ops.h"

@@ -4,7 +4,7 @@
 #include <limits>
 #include <vector>
 
-#include "framework/tensor.h"
+#include "ops/tensor.h"
 
 namespace minidl::nn::utils {
 

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "framework/autograd/grad_mode.h"
+#include "framework/grad_mode.h"
 #include "framework/error.h"
 #include "nn/init.h"
 #include "ops/ops.h"

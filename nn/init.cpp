@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "framework/autograd/grad_mode.h"
+#include "framework/grad_mode.h"
 #include "framework/error.h"
 #include "ops/ops.h"
 

@@ -5,7 +5,7 @@
 #include <optional>
 #include <utility>
 
-#include "framework/tensor.h"
+#include "ops/tensor.h"
 
 namespace minidl {
 class Generator;  // framework/generator.h

@@ -10,9 +10,9 @@
 #include <typeinfo>
 #include <unordered_set>
 
-#include "framework/autograd/grad_mode.h"
+#include "framework/grad_mode.h"
 #include "framework/error.h"
-#include "amp/autocast.h"
+#include "autocast/state.h"
 #include "ops/ops.h"
 
 namespace minidl::nn {

@@ -32,8 +32,8 @@
 #include <utility>
 #include <vector>
 
-#include "framework/tensor.h"
-#include "framework/tensor_dict.h"
+#include "ops/tensor.h"
+#include "serialize/tensor_dict.h"
 
 namespace minidl::nn {
 

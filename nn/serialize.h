@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "framework/serialize.h"
+#include "serialize/serialize.h"
 #include "nn/module.h"
 
 namespace minidl::nn {

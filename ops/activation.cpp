@@ -10,6 +10,14 @@ using autograd::TensorList;
 using kernels::BinaryOp;
 using kernels::UnaryOp;
 
+// Autocast policies of this family (the policy table is built from these rows).
+namespace {
+using P = amp::CastPolicy;
+const amp::OpPolicy kSoftplus{"softplus", P::None, P::FP32};
+}  // namespace
+
+std::vector<const amp::OpPolicy*> ops_detail::activation_policies() { return {&kSoftplus}; }
+
 namespace ops_detail {
 Tensor unary_forward(UnaryOp op, const char* name, const Tensor& x_in, double p0 = 0, double p1 = 0);
 
@@ -90,8 +98,9 @@ Tensor gelu(const Tensor& x, bool tanh_approximation) {
   return out;
 }
 
-Tensor softplus(const Tensor& x, double beta, double threshold) {
-  if (auto ac = amp::autocast_op("softplus", {x})) return softplus(ac->inputs[0], beta, threshold);
+Tensor softplus(const Tensor& x_arg, double beta, double threshold) {
+  amp::AutocastInputs in(kSoftplus, {x_arg});
+  const Tensor& x = in[0];
   Tensor out = unary_forward(UnaryOp::Softplus, "softplus", x, beta, threshold);
   autograd::record("SoftplusBackward", {x}, {out}, {x}, [beta, threshold](const TensorList& g, const TensorList& s) {
     auto d2 = [beta, threshold](const Tensor& gg, const Tensor& gv, const Tensor& xv) {

@@ -16,6 +16,14 @@ namespace minidl {
 using namespace ops_detail;
 using autograd::TensorList;
 
+// Autocast policies of this family (the policy table is built from these rows).
+namespace {
+using P = amp::CastPolicy;
+const amp::OpPolicy kBatchNorm{"batch_norm", P::None, P::None};
+}  // namespace
+
+std::vector<const amp::OpPolicy*> ops_detail::batch_norm_policies() { return {&kBatchNorm}; }
+
 namespace {
 
 DType compute_dtype(const Tensor& x) { return x.dtype() == DType::F64 ? DType::F64 : DType::F32; }
@@ -68,10 +76,10 @@ TensorList composite_backward(const Tensor& gy, const Tensor& x, const Tensor& w
 
 }  // namespace
 
-Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
-                  const Tensor& bias, bool training, double momentum, double eps) {
-  if (auto ac = amp::autocast_op("batch_norm", {x_in, weight, bias}))
-    return batch_norm(ac->inputs[0], running_mean, running_var, ac->inputs[1], ac->inputs[2], training, momentum, eps);
+Tensor batch_norm(const Tensor& x_arg, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight_arg,
+                  const Tensor& bias_arg, bool training, double momentum, double eps) {
+  amp::AutocastInputs in(kBatchNorm, {x_arg, weight_arg, bias_arg});
+  const Tensor &x_in = in[0], &weight = in[1], &bias = in[2];
   const char* op = "batch_norm";
   check_defined(x_in, op, "input");
   MINIDL_CHECK(x_in.dim() >= 2, op, "expected input with at least 2 dims [N, C, ...], got ", x_in.meta_str());

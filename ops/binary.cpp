@@ -10,6 +10,14 @@ namespace minidl {
 using namespace ops_detail;
 using autograd::TensorList;
 
+// Autocast policies of this family (the policy table is built from these rows).
+namespace {
+using P = amp::CastPolicy;
+const amp::OpPolicy kPow{"pow", P::None, P::FP32};
+}  // namespace
+
+std::vector<const amp::OpPolicy*> ops_detail::binary_policies() { return {&kPow}; }
+
 namespace {
 using kernels::BinaryOp;
 
@@ -110,8 +118,9 @@ Tensor div(const Tensor& a, const Tensor& b) {
   return p.out;
 }
 
-Tensor pow(const Tensor& a, const Tensor& b) {
-  if (auto ac = amp::autocast_op("pow", {a, b})) return pow(ac->inputs[0], ac->inputs[1]);
+Tensor pow(const Tensor& a_arg, const Tensor& b_arg) {
+  amp::AutocastInputs in(kPow, {a_arg, b_arg});
+  const Tensor &a = in[0], &b = in[1];
   Prepared p = prepare(BinaryOp::Pow, a, b, 1.0);
   autograd::record("PowBackward", {p.a, p.b}, {p.out}, {p.a, p.b, autograd::output(p.out)},
                    [sa = p.a.shape(), sb = p.b.shape()](const TensorList& g, const TensorList& s) {
@@ -187,8 +196,9 @@ Tensor div(const Tensor& a, double b) {
   return out;
 }
 
-Tensor pow(const Tensor& a, double e) {
-  if (auto ac = amp::autocast_op("pow", {a})) return pow(ac->inputs[0], e);
+Tensor pow(const Tensor& a_arg, double e) {
+  amp::AutocastInputs in(kPow, {a_arg});
+  const Tensor& a = in[0];
   Tensor out = run_scalar(BinaryOp::Pow, a, e);
   autograd::record("PowBackward", {a}, {out}, {a}, [e](const TensorList& g, const TensorList& s) {
     if (e == 0.0) return TensorList{zeros_like(g[0])};

@@ -1,9 +1,9 @@
 // Helpers shared by the differentiable ops: argument checks with clear messages, result types,
 // output allocation and the kernel registry.
 #pragma once
-#include "amp/autocast.h"
-#include "framework/autograd/grad_mode.h"
-#include "framework/autograd/node.h"
+#include "ops/autocast_hook.h"
+#include "framework/grad_mode.h"
+#include "ops/node.h"
 #include "framework/error.h"
 #include "ops/kernels.h"
 #include "ops/ops.h"

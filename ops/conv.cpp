@@ -1,5 +1,5 @@
 // Convolutions: conv2d (explicit or "same"/"valid" padding, stride, dilation, groups) and
-// conv_transpose2d. Autocast policy: LowerPrecision (both ops call amp::autocast_op at entry).
+// conv_transpose2d. Autocast policy: LowerPrecision (declared below; both ops consult it at entry).
 //
 // Everything is built on three differentiable primitives over one geometry (kernels::Conv2dGeometry):
 //   F(x, w)   = the convolution                          -> y   [N, O, OH, OW]
@@ -18,6 +18,15 @@ namespace minidl {
 using namespace ops_detail;
 using autograd::TensorList;
 using kernels::Conv2dGeometry;
+
+// Autocast policies of this family (the policy table is built from these rows).
+namespace {
+using P = amp::CastPolicy;
+const amp::OpPolicy kConv2d{"conv2d", P::LowerPrecision, P::LowerPrecision};
+const amp::OpPolicy kConvTranspose2d{"conv_transpose2d", P::LowerPrecision, P::LowerPrecision};
+}  // namespace
+
+std::vector<const amp::OpPolicy*> ops_detail::conv_policies() { return {&kConv2d, &kConvTranspose2d}; }
 
 namespace {
 
@@ -152,15 +161,14 @@ Tensor conv2d_impl(const Tensor& x_in, const Tensor& w, const Tensor& b, Size2 s
 }  // namespace
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2 stride, Size2 padding, Size2 dilation, int64_t groups) {
-  if (auto ac = amp::autocast_op("conv2d", {x, w, b}))
-    return conv2d(ac->inputs[0], ac->inputs[1], ac->inputs[2], stride, padding, dilation, groups);
-  return conv2d_impl(x, w, b, stride, padding, padding, dilation, groups);
+  amp::AutocastInputs in(kConv2d, {x, w, b});
+  return conv2d_impl(in[0], in[1], in[2], stride, padding, padding, dilation, groups);
 }
 
-Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2 stride, ConvPadding padding, Size2 dilation,
-              int64_t groups) {
-  if (auto ac = amp::autocast_op("conv2d", {x, w, b}))
-    return conv2d(ac->inputs[0], ac->inputs[1], ac->inputs[2], stride, padding, dilation, groups);
+Tensor conv2d(const Tensor& x_arg, const Tensor& w_arg, const Tensor& b_arg, Size2 stride, ConvPadding padding,
+              Size2 dilation, int64_t groups) {
+  amp::AutocastInputs in(kConv2d, {x_arg, w_arg, b_arg});
+  const Tensor &x = in[0], &w = in[1], &b = in[2];
   if (padding == ConvPadding::Valid) return conv2d_impl(x, w, b, stride, {0, 0}, {0, 0}, dilation, groups);
   MINIDL_CHECK(stride[0] == 1 && stride[1] == 1, "conv2d", "padding='same' is not supported for strided convolutions (got stride [",
                stride[0], ", ", stride[1], "])");
@@ -176,10 +184,10 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2 stride, C
   return conv2d_impl(x, w, b, stride, lo, hi, dilation, groups);
 }
 
-Tensor conv_transpose2d(const Tensor& x_in, const Tensor& w, const Tensor& b, Size2 stride, Size2 padding,
+Tensor conv_transpose2d(const Tensor& x_arg, const Tensor& w_arg, const Tensor& b_arg, Size2 stride, Size2 padding,
                         Size2 output_padding, int64_t groups, Size2 dilation) {
-  if (auto ac = amp::autocast_op("conv_transpose2d", {x_in, w, b}))
-    return conv_transpose2d(ac->inputs[0], ac->inputs[1], ac->inputs[2], stride, padding, output_padding, groups, dilation);
+  amp::AutocastInputs in(kConvTranspose2d, {x_arg, w_arg, b_arg});
+  const Tensor &x_in = in[0], &w = in[1], &b = in[2];
   const char* op = "conv_transpose2d";
   check_common(op, x_in, w, b, stride, dilation, groups);
   MINIDL_CHECK(padding[0] >= 0 && padding[1] >= 0, op, "negative padding is not supported, got padding [", padding[0], ", ",

@@ -7,8 +7,18 @@ namespace minidl {
 using namespace ops_detail;
 using autograd::TensorList;
 
-Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
-  if (auto ac = amp::autocast_op("cat", tensors)) return cat(ac->inputs, dim);
+// Autocast policies of this family (the policy table is built from these rows).
+namespace {
+using P = amp::CastPolicy;
+const amp::OpPolicy kCat{"cat", P::Promote, P::None};
+const amp::OpPolicy kStack{"stack", P::Promote, P::None};
+}  // namespace
+
+std::vector<const amp::OpPolicy*> ops_detail::join_policies() { return {&kCat, &kStack}; }
+
+Tensor cat(const std::vector<Tensor>& tensors_arg, int64_t dim) {
+  amp::AutocastInputs in(kCat, tensors_arg);
+  const std::vector<Tensor>& tensors = in.list();
   MINIDL_CHECK(!tensors.empty(), "cat", "expected a non-empty list of tensors");
   // Legacy rule kept by PyTorch: 1-D empty tensors are skipped.
   // The result dtype counts every tensor, the skipped ones too (as torch.cat's result_type).
@@ -61,8 +71,9 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   return out;
 }
 
-Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
-  if (auto ac = amp::autocast_op("stack", tensors)) return stack(ac->inputs, dim);
+Tensor stack(const std::vector<Tensor>& tensors_arg, int64_t dim) {
+  amp::AutocastInputs in(kStack, tensors_arg);
+  const std::vector<Tensor>& tensors = in.list();
   MINIDL_CHECK(!tensors.empty(), "stack", "expected a non-empty list of tensors");
   dim = wrap_dim(dim, tensors[0].dim() + 1, "stack");
   std::vector<Tensor> parts;

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "framework/dispatch.h"
-#include "framework/tensor.h"
+#include "ops/tensor.h"
 
 namespace minidl::kernels {
 

@@ -1,5 +1,6 @@
 // Matrix products: mm, bmm, matmul (NumPy/PyTorch semantics incl. batch broadcasting), linear and
-// addmm. Autocast policy: LowerPrecision (the amp layer casts inputs before these run). The bias
+// addmm. Autocast policy: LowerPrecision, declared below; each public op consults autocast once and
+// composites (matmul, linear) run the implementations of their parts. The bias
 // of linear/addmm is written into the output first and the GEMM accumulates onto it (beta = 1),
 // so the bias costs no extra pass over memory.
 #include "ops/common.h"
@@ -10,6 +11,13 @@ using namespace ops_detail;
 using autograd::TensorList;
 
 namespace {
+using P = amp::CastPolicy;
+const amp::OpPolicy kMm{"mm", P::LowerPrecision, P::LowerPrecision};
+const amp::OpPolicy kBmm{"bmm", P::LowerPrecision, P::LowerPrecision};
+const amp::OpPolicy kMatmul{"matmul", P::LowerPrecision, P::LowerPrecision};
+const amp::OpPolicy kAddmm{"addmm", P::LowerPrecision, P::LowerPrecision};
+const amp::OpPolicy kLinear{"linear", P::LowerPrecision, P::LowerPrecision};
+
 void check_matmul_args(const char* op, const Tensor& a, const Tensor& b) {
   check_defined(a, op, "self");
   check_defined(b, op, "mat2");
@@ -30,10 +38,8 @@ Tensor gemm(const char* op, const Tensor& a, const Tensor& b, const Shape& out_s
   kernel(out, a.detach(), b.detach(), alpha, init.defined() ? beta : 0.0);
   return out;
 }
-}  // namespace
 
-Tensor mm(const Tensor& a, const Tensor& b) {
-  if (auto ac = amp::autocast_op("mm", {a, b})) return mm(ac->inputs[0], ac->inputs[1]);
+Tensor mm_impl(const Tensor& a, const Tensor& b) {
   check_matmul_args("mm", a, b);
   MINIDL_CHECK(a.dim() == 2 && b.dim() == 2, "mm", "expected 2-D tensors, got ", a.meta_str(), " and ", b.meta_str());
   MINIDL_CHECK(a.size(1) == b.size(0), "mm", "mat1 and mat2 shapes cannot be multiplied (", a.size(0), "x", a.size(1),
@@ -47,8 +53,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-Tensor bmm(const Tensor& a, const Tensor& b) {
-  if (auto ac = amp::autocast_op("bmm", {a, b})) return bmm(ac->inputs[0], ac->inputs[1]);
+Tensor bmm_impl(const Tensor& a, const Tensor& b) {
   check_matmul_args("bmm", a, b);
   MINIDL_CHECK(a.dim() == 3 && b.dim() == 3, "bmm", "expected 3-D tensors, got ", a.meta_str(), " and ", b.meta_str());
   MINIDL_CHECK(a.size(0) == b.size(0), "bmm", "batch sizes differ: ", a.size(0), " vs ", b.size(0));
@@ -64,8 +69,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
-  if (auto ac = amp::autocast_op("matmul", {a, b})) return matmul(ac->inputs[0], ac->inputs[1]);
+Tensor matmul_impl(const Tensor& a, const Tensor& b) {
   check_matmul_args("matmul", a, b);
   const int64_t da = a.dim(), db = b.dim();
   MINIDL_CHECK(da >= 1 && db >= 1, "matmul", "both arguments need at least 1 dimension, got ", a.meta_str(), " and ",
@@ -75,16 +79,16 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   MINIDL_CHECK(ka == kb, "matmul", "shapes cannot be multiplied (", shape_str(a.shape()), " and ", shape_str(b.shape()),
                "): ", ka, " vs ", kb, " in the contracted dim");
   if (da == 1 && db == 1) {
-    return mm(a.unsqueeze(0), b.unsqueeze(1)).reshape({});
+    return mm_impl(a.unsqueeze(0), b.unsqueeze(1)).reshape({});
   }
-  if (da == 2 && db == 1) return mm(a, b.unsqueeze(1)).squeeze(1);
-  if (da == 1 && db == 2) return mm(a.unsqueeze(0), b).squeeze(0);
-  if (da == 2 && db == 2) return mm(a, b);
+  if (da == 2 && db == 1) return mm_impl(a, b.unsqueeze(1)).squeeze(1);
+  if (da == 1 && db == 2) return mm_impl(a.unsqueeze(0), b).squeeze(0);
+  if (da == 2 && db == 2) return mm_impl(a, b);
   if (db <= 2) {
     // [..., n, k] @ [k, m]: fold the batch into rows, one GEMM.
     Tensor b2 = db == 1 ? b.unsqueeze(1) : b;
     Shape out_shape(a.shape().begin(), a.shape().end() - 1);
-    Tensor r = mm(a.reshape({-1, a.size(-1)}), b2);
+    Tensor r = mm_impl(a.reshape({-1, a.size(-1)}), b2);
     if (db == 2) out_shape.push_back(b.size(1));
     return r.reshape(out_shape);
   }
@@ -99,15 +103,14 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   ea.insert(ea.end(), {n, k});
   eb.insert(eb.end(), {k, m});
   const int64_t nb = numel_of(batch);
-  Tensor r = bmm(a3.expand(ea).reshape({nb, n, k}), b3.expand(eb).reshape({nb, k, m}));
+  Tensor r = bmm_impl(a3.expand(ea).reshape({nb, n, k}), b3.expand(eb).reshape({nb, k, m}));
   Shape out_shape = batch;
   if (da > 1) out_shape.push_back(n);
   out_shape.push_back(m);
   return r.reshape(out_shape);
 }
 
-Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, double beta, double alpha) {
-  if (auto ac = amp::autocast_op("addmm", {bias, a, b})) return addmm(ac->inputs[0], ac->inputs[1], ac->inputs[2], beta, alpha);
+Tensor addmm_impl(const Tensor& bias, const Tensor& a, const Tensor& b, double beta, double alpha) {
   check_matmul_args("addmm", a, b);
   check_defined(bias, "addmm", "self");
   MINIDL_CHECK(a.dim() == 2 && b.dim() == 2, "addmm", "expected 2-D matrices, got ", a.meta_str(), " and ", b.meta_str());
@@ -127,8 +130,7 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, double beta, 
   return out;
 }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  if (auto ac = amp::autocast_op("linear", {x, weight, bias})) return linear(ac->inputs[0], ac->inputs[1], ac->inputs[2]);
+Tensor linear_impl(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_defined(x, "linear", "input");
   check_defined(weight, "linear", "weight");
   MINIDL_CHECK(weight.dim() == 2, "linear", "weight must be 2-D [out_features, in_features], got ", weight.meta_str());
@@ -145,11 +147,35 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     check_same_device("linear", bias, weight);
   }
   Tensor x2 = x.dim() == 2 ? x : x.reshape({-1, x.size(-1)});
-  Tensor out = bias.defined() ? addmm(bias, x2, weight.t()) : mm(x2, weight.t());
+  Tensor out = bias.defined() ? addmm_impl(bias, x2, weight.t(), 1.0, 1.0) : mm_impl(x2, weight.t());
   if (x.dim() == 2) return out;
   Shape s(x.shape().begin(), x.shape().end() - 1);
   s.push_back(weight.size(0));
   return out.reshape(s);
+}
+}  // namespace
+
+std::vector<const amp::OpPolicy*> ops_detail::linear_policies() { return {&kMm, &kBmm, &kMatmul, &kAddmm, &kLinear}; }
+
+Tensor mm(const Tensor& a, const Tensor& b) {
+  amp::AutocastInputs in(kMm, {a, b});
+  return mm_impl(in[0], in[1]);
+}
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  amp::AutocastInputs in(kBmm, {a, b});
+  return bmm_impl(in[0], in[1]);
+}
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  amp::AutocastInputs in(kMatmul, {a, b});
+  return matmul_impl(in[0], in[1]);
+}
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, double beta, double alpha) {
+  amp::AutocastInputs in(kAddmm, {bias, a, b});
+  return addmm_impl(in[0], in[1], in[2], beta, alpha);
+}
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  amp::AutocastInputs in(kLinear, {x, weight, bias});
+  return linear_impl(in[0], in[1], in[2]);
 }
 
 }  // namespace minidl

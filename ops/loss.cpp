@@ -17,6 +17,19 @@ namespace minidl {
 using namespace ops_detail;
 using autograd::TensorList;
 
+// Autocast policies of this family (the policy table is built from these rows).
+namespace {
+using P = amp::CastPolicy;
+const amp::OpPolicy kCrossEntropy{"cross_entropy", P::FP32, P::FP32};
+const amp::OpPolicy kNllLoss{"nll_loss", P::FP32, P::FP32};
+const amp::OpPolicy kMseLoss{"mse_loss", P::FP32, P::FP32};
+const amp::OpPolicy kL1Loss{"l1_loss", P::FP32, P::FP32};
+const amp::OpPolicy kBinaryCrossEntropy{"binary_cross_entropy", P::FP32, P::Banned};
+const amp::OpPolicy kBceWithLogits{"binary_cross_entropy_with_logits", P::FP32, P::FP32};
+}  // namespace
+
+std::vector<const amp::OpPolicy*> ops_detail::loss_policies() { return {&kCrossEntropy, &kNllLoss, &kMseLoss, &kL1Loss, &kBinaryCrossEntropy, &kBceWithLogits}; }
+
 namespace {
 // The options with a (possibly autocast) class weight swapped in.
 CrossEntropyOptions with_weight(CrossEntropyOptions o, const Tensor& weight) {
@@ -169,8 +182,10 @@ Tensor cross_entropy_probs(const Tensor& logits, const Tensor& target, const Cro
 }
 }  // namespace
 
-Tensor nll_loss(const Tensor& input, const Tensor& target, const CrossEntropyOptions& o) {
-  if (auto ac = amp::autocast_op("nll_loss", {input, o.weight})) return nll_loss(ac->inputs[0], target, with_weight(o, ac->inputs[1]));
+Tensor nll_loss(const Tensor& input_arg, const Tensor& target, const CrossEntropyOptions& o_arg) {
+  amp::AutocastInputs in(kNllLoss, {input_arg, o_arg.weight});
+  const Tensor& input = in[0];
+  const CrossEntropyOptions o = with_weight(o_arg, in[1]);
   const char* op = "nll_loss";
   check_defined(input, op, "input");
   check_defined(target, op, "target");
@@ -189,9 +204,10 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const CrossEntropyOpt
   return nll_core(input, target, weight, o.reduction, o.ignore_index);
 }
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& o) {
-  if (auto ac = amp::autocast_op("cross_entropy", {logits, target, o.weight}))
-    return cross_entropy(ac->inputs[0], ac->inputs[1], with_weight(o, ac->inputs[2]));
+Tensor cross_entropy(const Tensor& logits_arg, const Tensor& target_arg, const CrossEntropyOptions& o_arg) {
+  amp::AutocastInputs in(kCrossEntropy, {logits_arg, target_arg, o_arg.weight});
+  const Tensor &logits = in[0], &target = in[1];
+  const CrossEntropyOptions o = with_weight(o_arg, in[2]);
   const char* op = "cross_entropy";
   check_defined(logits, op, "input");
   check_defined(target, op, "target");
@@ -257,15 +273,17 @@ void check_pair(const char* op, const Tensor& input, const Tensor& target) {
 }
 }  // namespace
 
-Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
-  if (auto ac = amp::autocast_op("mse_loss", {input, target})) return mse_loss(ac->inputs[0], ac->inputs[1], reduction);
+Tensor mse_loss(const Tensor& input_arg, const Tensor& target_arg, Reduction reduction) {
+  amp::AutocastInputs in(kMseLoss, {input_arg, target_arg});
+  const Tensor &input = in[0], &target = in[1];
   check_pair("mse_loss", input, target);
   Tensor d = sub(input, target);  // broadcasts, as PyTorch (which only warns on a shape mismatch)
   return reduce(mul(d, d), reduction);
 }
 
-Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
-  if (auto ac = amp::autocast_op("l1_loss", {input, target})) return l1_loss(ac->inputs[0], ac->inputs[1], reduction);
+Tensor l1_loss(const Tensor& input_arg, const Tensor& target_arg, Reduction reduction) {
+  amp::AutocastInputs in(kL1Loss, {input_arg, target_arg});
+  const Tensor &input = in[0], &target = in[1];
   check_pair("l1_loss", input, target);
   return reduce(abs(sub(input, target)), reduction);
 }
@@ -297,9 +315,9 @@ Tensor softplus_neg(const Tensor& x) {
 }
 }  // namespace
 
-Tensor binary_cross_entropy(const Tensor& probs, const Tensor& target_in, Reduction reduction) {
-  if (auto ac = amp::autocast_op("binary_cross_entropy", {probs, target_in}))
-    return binary_cross_entropy(ac->inputs[0], ac->inputs[1], reduction);
+Tensor binary_cross_entropy(const Tensor& probs_arg, const Tensor& target_arg, Reduction reduction) {
+  amp::AutocastInputs in(kBinaryCrossEntropy, {probs_arg, target_arg});
+  const Tensor &probs = in[0], &target_in = in[1];
   const char* op = "binary_cross_entropy";
   check_pair(op, probs, target_in);
   check_same_shape(op, probs, target_in);
@@ -327,10 +345,10 @@ Tensor binary_cross_entropy(const Tensor& probs, const Tensor& target_in, Reduct
   return reduce(loss, reduction);
 }
 
-Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target_in, Reduction reduction,
-                                        const Tensor& pos_weight_in) {
-  if (auto ac = amp::autocast_op("binary_cross_entropy_with_logits", {logits, target_in, pos_weight_in}))
-    return binary_cross_entropy_with_logits(ac->inputs[0], ac->inputs[1], reduction, ac->inputs[2]);
+Tensor binary_cross_entropy_with_logits(const Tensor& logits_arg, const Tensor& target_arg, Reduction reduction,
+                                        const Tensor& pos_weight_arg) {
+  amp::AutocastInputs in(kBceWithLogits, {logits_arg, target_arg, pos_weight_arg});
+  const Tensor &logits = in[0], &target_in = in[1], &pos_weight_in = in[2];
   const char* op = "binary_cross_entropy_with_logits";
   check_pair(op, logits, target_in);
   check_same_shape(op, logits, target_in);

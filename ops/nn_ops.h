@@ -12,7 +12,7 @@
 #include <cstdint>
 
 #include "framework/generator.h"
-#include "framework/tensor.h"
+#include "ops/tensor.h"
 
 namespace minidl {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "framework/generator.h"
-#include "framework/tensor.h"
+#include "ops/tensor.h"
 
 namespace minidl {
 

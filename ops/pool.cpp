@@ -1,6 +1,6 @@
 // Pooling: max_pool2d (+ indices), avg_pool2d and adaptive_avg_pool2d, with PyTorch's output sizes
-// (ceil_mode included), windows and divisors. Autocast policy: None (ops still call
-// amp::autocast_op so that a policy override applies). Every backward is a differentiable op:
+// (ceil_mode included), windows and divisors. Autocast policy: None (declared below, so
+// that a policy override applies). Every backward is a differentiable op:
 // the max-pool backward scatters by the saved indices and its own derivative gathers by them; the
 // average-pool backward is the adjoint of the (linear) forward and vice versa. So second order works.
 #include "ops/common.h"
@@ -12,6 +12,16 @@ namespace minidl {
 using namespace ops_detail;
 using autograd::TensorList;
 using kernels::Pool2dGeometry;
+
+// Autocast policies of this family (the policy table is built from these rows).
+namespace {
+using P = amp::CastPolicy;
+const amp::OpPolicy kMaxPool2d{"max_pool2d", P::None, P::None};
+const amp::OpPolicy kAvgPool2d{"avg_pool2d", P::None, P::None};
+const amp::OpPolicy kAdaptiveAvgPool2d{"adaptive_avg_pool2d", P::None, P::None};
+}  // namespace
+
+std::vector<const amp::OpPolicy*> ops_detail::pool_policies() { return {&kMaxPool2d, &kAvgPool2d, &kAdaptiveAvgPool2d}; }
 
 namespace {
 
@@ -102,11 +112,11 @@ Tensor avg_backward(const Tensor& gy, const Pool2dGeometry& g) {
 
 }  // namespace
 
-MaxPoolResult max_pool2d_with_indices(const Tensor& x_in, Size2 kernel, Size2 stride, Size2 padding, Size2 dilation,
+MaxPoolResult max_pool2d_with_indices(const Tensor& x_arg, Size2 kernel, Size2 stride, Size2 padding, Size2 dilation,
                                       bool ceil_mode) {
   const char* op = "max_pool2d";
-  if (auto ac = amp::autocast_op(op, {x_in}))
-    return max_pool2d_with_indices(ac->inputs[0], kernel, stride, padding, dilation, ceil_mode);
+  amp::AutocastInputs in(kMaxPool2d, {x_arg});
+  const Tensor& x_in = in[0];
   check_input(op, x_in);
   const bool batched = x_in.dim() == 4;
   Tensor x = batched ? x_in : x_in.unsqueeze(0);
@@ -124,10 +134,10 @@ Tensor max_pool2d(const Tensor& x, Size2 kernel, Size2 stride, Size2 padding, Si
   return max_pool2d_with_indices(x, kernel, stride, padding, dilation, ceil_mode).values;
 }
 
-Tensor avg_pool2d(const Tensor& x_in, Size2 kernel, Size2 stride, Size2 padding, bool ceil_mode, bool count_include_pad) {
+Tensor avg_pool2d(const Tensor& x_arg, Size2 kernel, Size2 stride, Size2 padding, bool ceil_mode, bool count_include_pad) {
   const char* op = "avg_pool2d";
-  if (auto ac = amp::autocast_op(op, {x_in}))
-    return avg_pool2d(ac->inputs[0], kernel, stride, padding, ceil_mode, count_include_pad);
+  amp::AutocastInputs in(kAvgPool2d, {x_arg});
+  const Tensor& x_in = in[0];
   check_input(op, x_in);
   const bool batched = x_in.dim() == 4;
   Tensor x = batched ? x_in : x_in.unsqueeze(0);
@@ -137,9 +147,10 @@ Tensor avg_pool2d(const Tensor& x_in, Size2 kernel, Size2 stride, Size2 padding,
   return batched ? y : y.squeeze(0);
 }
 
-Tensor adaptive_avg_pool2d(const Tensor& x_in, Size2 output_size) {
+Tensor adaptive_avg_pool2d(const Tensor& x_arg, Size2 output_size) {
   const char* op = "adaptive_avg_pool2d";
-  if (auto ac = amp::autocast_op(op, {x_in})) return adaptive_avg_pool2d(ac->inputs[0], output_size);
+  amp::AutocastInputs in(kAdaptiveAvgPool2d, {x_arg});
+  const Tensor& x_in = in[0];
   check_input(op, x_in);
   MINIDL_CHECK(output_size[0] > 0 && output_size[1] > 0, op, "output size must be positive, got [", output_size[0], ", ",
                output_size[1], "]");

@@ -12,6 +12,14 @@ using namespace ops_detail;
 using autograd::TensorList;
 using kernels::ReduceOp;
 
+// Autocast policies of this family (the policy table is built from these rows).
+namespace {
+using P = amp::CastPolicy;
+const amp::OpPolicy kSum{"sum", P::None, P::FP32SetOptDtype};
+}  // namespace
+
+std::vector<const amp::OpPolicy*> ops_detail::reduce_policies() { return {&kSum}; }
+
 namespace {
 // Sorted, wrapped, unique dims; empty means all.
 std::vector<int64_t> normalize_dims(const std::vector<int64_t>& dims, int64_t ndim, const char* op) {
@@ -56,8 +64,9 @@ Tensor reduce_raw(ReduceOp op, const char* name, const Tensor& x, const std::vec
 }
 }  // namespace
 
-Tensor sum(const Tensor& x_in, std::vector<int64_t> dims_in, bool keepdim) {
-  if (auto ac = amp::autocast_op("sum", {x_in})) return sum(ac->inputs[0], dims_in, keepdim);
+Tensor sum(const Tensor& x_arg, std::vector<int64_t> dims_in, bool keepdim) {
+  amp::AutocastInputs in(kSum, {x_arg});
+  const Tensor& x_in = in[0];
   check_defined(x_in, "sum", "self");
   Tensor x = x_in.is_floating_point() ? x_in : cast(x_in, DType::I64);
   std::vector<int64_t> dims = normalize_dims(dims_in, x.dim(), "sum");
@@ -80,6 +89,9 @@ Tensor mean(const Tensor& x, std::vector<int64_t> dims_in, bool keepdim) {
   for (int64_t d : dims) if (x.dim() > 0) count *= x.shape()[d];
   return div(sum(x, dims, keepdim), static_cast<double>(count));
 }
+
+Tensor Tensor::sum() const { return minidl::sum(*this); }
+Tensor Tensor::mean() const { return minidl::mean(*this); }
 
 Tensor var(const Tensor& x, std::vector<int64_t> dims_in, int64_t correction, bool keepdim) {
   check_defined(x, "var", "self");

@@ -13,6 +13,15 @@ namespace minidl {
 using namespace ops_detail;
 using autograd::TensorList;
 
+// Autocast policies of this family (the policy table is built from these rows).
+namespace {
+using P = amp::CastPolicy;
+const amp::OpPolicy kSoftmax{"softmax", P::None, P::FP32SetOptDtype};
+const amp::OpPolicy kLogSoftmax{"log_softmax", P::None, P::FP32SetOptDtype};
+}  // namespace
+
+std::vector<const amp::OpPolicy*> ops_detail::softmax_policies() { return {&kSoftmax, &kLogSoftmax}; }
+
 namespace {
 // x with `dim` moved last, contiguous. No autograd: callers pass detached tensors.
 Tensor dim_last(const Tensor& x, int64_t dim) {
@@ -45,12 +54,12 @@ Tensor softmax_forward(const char* name, const Tensor& x, int64_t dim, bool log)
 }  // namespace
 
 Tensor softmax(const Tensor& x, int64_t dim) {
-  if (auto ac = amp::autocast_op("softmax", {x})) return softmax(ac->inputs[0], dim);
-  return softmax_forward("softmax", x, dim, false);
+  amp::AutocastInputs in(kSoftmax, {x});
+  return softmax_forward("softmax", in[0], dim, false);
 }
 Tensor log_softmax(const Tensor& x, int64_t dim) {
-  if (auto ac = amp::autocast_op("log_softmax", {x})) return log_softmax(ac->inputs[0], dim);
-  return softmax_forward("log_softmax", x, dim, true);
+  amp::AutocastInputs in(kLogSoftmax, {x});
+  return softmax_forward("log_softmax", in[0], dim, true);
 }
 
 Tensor softmax_backward(const Tensor& g_in, const Tensor& y, int64_t dim, bool log) {

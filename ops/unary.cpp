@@ -8,6 +8,16 @@ using namespace ops_detail;
 using autograd::TensorList;
 using kernels::UnaryOp;
 
+// Autocast policies of this family (the policy table is built from these rows).
+namespace {
+using P = amp::CastPolicy;
+const amp::OpPolicy kExp{"exp", P::None, P::FP32};
+const amp::OpPolicy kLog{"log", P::None, P::FP32};
+const amp::OpPolicy kRsqrt{"rsqrt", P::None, P::FP32};
+}  // namespace
+
+std::vector<const amp::OpPolicy*> ops_detail::unary_policies() { return {&kExp, &kLog, &kRsqrt}; }
+
 namespace ops_detail {
 // Runs a unary kernel on a floating tensor (integers are promoted to f32, as torch.exp).
 Tensor unary_forward(UnaryOp op, const char* name, const Tensor& x_in, double p0 = 0, double p1 = 0) {
@@ -20,16 +30,18 @@ Tensor unary_forward(UnaryOp op, const char* name, const Tensor& x_in, double p0
 }
 }  // namespace ops_detail
 
-Tensor exp(const Tensor& x) {
-  if (auto ac = amp::autocast_op("exp", {x})) return exp(ac->inputs[0]);
+Tensor exp(const Tensor& x_arg) {
+  amp::AutocastInputs in(kExp, {x_arg});
+  const Tensor& x = in[0];
   Tensor out = unary_forward(UnaryOp::Exp, "exp", x);
   autograd::record("ExpBackward", {x}, {out}, {autograd::output(out)},
                    [](const TensorList& g, const TensorList& s) { return TensorList{mul(g[0], s[0])}; });
   return out;
 }
 
-Tensor log(const Tensor& x) {
-  if (auto ac = amp::autocast_op("log", {x})) return log(ac->inputs[0]);
+Tensor log(const Tensor& x_arg) {
+  amp::AutocastInputs in(kLog, {x_arg});
+  const Tensor& x = in[0];
   Tensor out = unary_forward(UnaryOp::Log, "log", x);
   autograd::record("LogBackward", {x}, {out}, {x}, [](const TensorList& g, const TensorList& s) { return TensorList{div(g[0], s[0])}; });
   return out;
@@ -42,8 +54,9 @@ Tensor sqrt(const Tensor& x) {
   return out;
 }
 
-Tensor rsqrt(const Tensor& x) {
-  if (auto ac = amp::autocast_op("rsqrt", {x})) return rsqrt(ac->inputs[0]);
+Tensor rsqrt(const Tensor& x_arg) {
+  amp::AutocastInputs in(kRsqrt, {x_arg});
+  const Tensor& x = in[0];
   Tensor out = unary_forward(UnaryOp::Rsqrt, "rsqrt", x);
   // d/dx x^-1/2 = -1/2 x^-3/2 = -1/2 out^3
   autograd::record("RsqrtBackward", {x}, {out}, {autograd::output(out)}, [](const TensorList& g, const TensorList& s) {

@@ -12,7 +12,7 @@
 #include <type_traits>
 
 #include "framework/half.h"
-#include "framework/tensor.h"
+#include "ops/tensor.h"
 #include "ops/cpu/loops.h"
 
 namespace minidl::optim::detail {

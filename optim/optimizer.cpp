@@ -4,7 +4,7 @@
 #include <typeinfo>
 #include <unordered_set>
 
-#include "framework/autograd/grad_mode.h"
+#include "framework/grad_mode.h"
 #include "framework/error.h"
 #include "ops/ops.h"
 

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "framework/json.h"
-#include "framework/serialize.h"
-#include "framework/tensor.h"
-#include "framework/tensor_dict.h"
+#include "serialize/serialize.h"
+#include "ops/tensor.h"
+#include "serialize/tensor_dict.h"
 
 namespace minidl::optim {
 

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "minidl.h"
-#include "amp/autocast.h"
+#include "ops/autocast_hook.h"
 #include "amp/grad_scaler.h"
 #include "tiny_sgd.h"
 

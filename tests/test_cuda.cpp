@@ -23,7 +23,7 @@
 #include "amp/grad_scaler.h"
 #include "framework/cuda.h"
 #include "minidl.h"
-#include "ops/cuda/caching_allocator.h"
+#include "framework/cuda/caching_allocator.h"
 #include "ops/kernels.h"
 
 using namespace minidl;

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <limits>
 
-#include "framework/serialize.h"
+#include "serialize/serialize.h"
 #include "gradcheck.h"
 #include "minidl.h"
 #include "temp_dir.h"

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "framework/serialize.h"
+#include "serialize/serialize.h"
 
 using namespace minidl;
 using Catch::Contains;

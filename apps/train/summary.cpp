@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "framework/serialize.h"
+#include "serialize/serialize.h"
 
 namespace minidl::train {
 

@@ -12,7 +12,7 @@
 #include <array>
 #include <type_traits>
 
-#include "framework/tensor.h"
+#include "ops/tensor.h"
 
 namespace minidl::kernels::cpu {
 

@@ -76,7 +76,7 @@ bool unscale(const Tensor& grad, float inv, std::pair<int64_t, int64_t>* counts)
   const int64_t n = grad.numel();
   if (counts) *counts = {0, 0};
   if (n == 0) return false;
-  minidl::cuda::DeviceGuard guard(grad);
+  minidl::cuda::DeviceGuard guard(grad.device());
   const int dev = grad.device().index;
   cudaStream_t s = stream_of(grad);
   Tensor dcounts = scratch({2}, DType::I64, grad);
@@ -116,7 +116,7 @@ bool unscale_many(const std::vector<Tensor>& grads, float inv, std::vector<std::
   meta.reserve(static_cast<size_t>(2 * T_ + 2 * chunks));
   for (auto* v : {&ptrs, &sizes, &chunk_tensor, &chunk_start}) meta.insert(meta.end(), v->begin(), v->end());
 
-  minidl::cuda::DeviceGuard guard(first);
+  minidl::cuda::DeviceGuard guard(first.device());
   const int dev = first.device().index;
   cudaStream_t s = stream_of(first);
   Tensor dmeta = scratch({static_cast<int64_t>(meta.size())}, DType::I64, first);

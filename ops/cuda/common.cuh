@@ -13,9 +13,9 @@
 #include <type_traits>
 
 #include "framework/error.h"
-#include "framework/tensor.h"
-#include "ops/cuda/check.h"
-#include "ops/cuda/runtime.h"
+#include "ops/tensor.h"
+#include "framework/cuda/check.h"
+#include "framework/cuda/runtime.h"
 #include "ops/kernels.h"
 
 namespace minidl::kernels::cuda {

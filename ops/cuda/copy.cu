@@ -66,7 +66,7 @@ void visit_size(int size, F&& f) {
 void fill(const Tensor& out, double value) {
   const int64_t n = out.numel();
   if (n == 0) return;
-  minidl::cuda::DeviceGuard guard(out);
+  minidl::cuda::DeviceGuard guard(out.device());
   // The value in out's storage type, converted on the host with the kernels' rules.
   uint64_t bits = 0;
   visit(out.dtype(), "fill_", [&](auto tag) {
@@ -99,7 +99,7 @@ bool same_dense_layout(const Tensor& dst, const Tensor& src) {
 void copy_on_device(const Tensor& dst, const Tensor& src) {
   const int64_t n = dst.numel();
   if (n == 0) return;
-  minidl::cuda::DeviceGuard guard(dst);
+  minidl::cuda::DeviceGuard guard(dst.device());
   const int dev = dst.device().index;
   cudaStream_t s = stream_of(dst);
   if (dst.dtype() == src.dtype() && same_dense_layout(dst, src)) {
@@ -216,7 +216,7 @@ void copy_host_to_device(const Tensor& dst, const Tensor& src) {
     h = empty(dst.shape(), TensorOptions(dst.dtype()));
     reg().copy.get(Device::cpu(), dst.dtype())(h, src);
   }
-  minidl::cuda::DeviceGuard guard(dst);
+  minidl::cuda::DeviceGuard guard(dst.device());
   const int dev = dst.device().index;
   cudaStream_t s = stream_of(dst);
   if (dst.is_contiguous()) {
@@ -232,7 +232,7 @@ void copy_host_to_device(const Tensor& dst, const Tensor& src) {
 // dst (CPU) <- src (CUDA): the device packs src into dst's dtype and shape, one transfer brings it
 // back, and the CPU copy kernel scatters it when dst is strided.
 void copy_device_to_host(const Tensor& dst, const Tensor& src) {
-  minidl::cuda::DeviceGuard guard(src);  // before any scratch allocation: blocks come from the current device
+  minidl::cuda::DeviceGuard guard(src.device());  // before any scratch allocation: blocks come from the current device
   Tensor d = src;
   if (src.dtype() != dst.dtype() || src.shape() != dst.shape() || !src.is_contiguous()) {
     d = scratch(dst.shape(), dst.dtype(), src);
@@ -259,10 +259,10 @@ void copy(const Tensor& dst, const Tensor& src) {
     // Between two GPUs: bring src to dst's device contiguous in its own dtype, then convert there.
     Tensor c;
     {
-      minidl::cuda::DeviceGuard g(src);
+      minidl::cuda::DeviceGuard g(src.device());
       c = contiguous_on_device(src);
     }
-    minidl::cuda::DeviceGuard g(dst);
+    minidl::cuda::DeviceGuard g(dst.device());
     Tensor t = scratch(src.shape(), src.dtype(), dst);
     minidl::cuda::sync_stream(src.device().index);
     MINIDL_CUDA_CHECK(cudaMemcpyPeerAsync(t.raw_data(), dst.device().index, c.raw_data(), src.device().index,

@@ -163,7 +163,7 @@ bool is_compare(BinaryOp op) { return op >= BinaryOp::Eq && op <= BinaryOp::Ge; 
 bool is_basic_arith(BinaryOp op) { return op <= BinaryOp::Min && op != BinaryOp::Pow; }
 
 void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, double scalar, double alpha) {
-  minidl::cuda::DeviceGuard guard(out);
+  minidl::cuda::DeviceGuard guard(out.device());
   visit(a.dtype(), "binary", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (is_compare(op)) return binary_launch<T, bool>(op, out, a, b, scalar, alpha);
@@ -222,7 +222,7 @@ __global__ void unary_strided_kernel(T* out, const T* x, int64_t n, OffsetCalc<2
 void unary(UnaryOp op, const Tensor& out, const Tensor& x, double p0, double p1) {
   const int64_t n = out.numel();
   if (n == 0) return;
-  minidl::cuda::DeviceGuard guard(out);
+  minidl::cuda::DeviceGuard guard(out.device());
   const int dev = out.device().index;
   cudaStream_t s = stream_of(out);
   visit_floating(x.dtype(), "unary", [&](auto tag) {
@@ -255,7 +255,7 @@ __global__ void where_kernel(U* out, const bool* cond, const U* a, const U* b, i
 void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
   const int64_t n = out.numel();
   if (n == 0) return;
-  minidl::cuda::DeviceGuard guard(out);
+  minidl::cuda::DeviceGuard guard(out.device());
   const int dev = out.device().index;
   auto oc = make_offset_calc<4>(out.shape(), {&out, &cond, &a, &b}, "where");
   auto run = [&](auto tag) {

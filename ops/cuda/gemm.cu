@@ -94,7 +94,7 @@ void gemm(const Tensor& c, const Tensor& a, const Tensor& b, double alpha, doubl
   const int64_t m = c.size(-2), n = c.size(-1), k = a.size(-1);
   if (batch == 0 || m == 0 || n == 0) return;
   MINIDL_CHECK(c.is_contiguous(), "gemm", "expected a contiguous output, got a strided ", c.meta_str());
-  minidl::cuda::DeviceGuard guard(c);
+  minidl::cuda::DeviceGuard guard(c.device());
   const int dev = c.device().index;
   if (k == 0) {
     // cuBLAS would do this too, but an empty operand's pointer may be null: c <- beta * c.

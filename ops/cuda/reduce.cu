@@ -267,7 +267,7 @@ void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& indices, const T
 }
 
 void reduce(ReduceOp op, const Tensor& out, const Tensor& indices, const Tensor& x, const std::vector<int64_t>& dims) {
-  minidl::cuda::DeviceGuard guard(x);
+  minidl::cuda::DeviceGuard guard(x.device());
   visit(x.dtype(), "reduce", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, bool>) MINIDL_FAIL("reduce", "bool tensors must be cast before reducing");

@@ -187,7 +187,7 @@ void softmax(const Tensor& out, const Tensor& x, bool log) {
   const int64_t n = last_dim(x);
   const int64_t rows = n == 0 ? 0 : x.numel() / n;
   if (rows == 0) return;
-  minidl::cuda::DeviceGuard guard(x);
+  minidl::cuda::DeviceGuard guard(x.device());
   const int dev = x.device().index;
   visit_floating(x.dtype(), "softmax", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -203,7 +203,7 @@ void softmax_backward(const Tensor& grad_in, const Tensor& grad_out, const Tenso
   const int64_t n = last_dim(y);
   const int64_t rows = n == 0 ? 0 : y.numel() / n;
   if (rows == 0) return;
-  minidl::cuda::DeviceGuard guard(y);
+  minidl::cuda::DeviceGuard guard(y.device());
   const int dev = y.device().index;
   visit_floating(y.dtype(), "softmax_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -219,7 +219,7 @@ void softmax_backward(const Tensor& grad_in, const Tensor& grad_out, const Tenso
 void cross_entropy(const Tensor& loss, const Tensor& lse, const Tensor& x, const Tensor& target, int64_t ignore_index) {
   const int64_t rows = x.shape()[0], n = x.shape()[1];
   if (rows == 0) return;
-  minidl::cuda::DeviceGuard guard(x);
+  minidl::cuda::DeviceGuard guard(x.device());
   const int dev = x.device().index;
   visit_floating(x.dtype(), "cross_entropy", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -237,7 +237,7 @@ void cross_entropy_backward(const Tensor& grad_x, const Tensor& x, const Tensor&
                             const Tensor& g, double scale, int64_t ignore_index) {
   const int64_t rows = x.shape()[0], n = x.shape()[1];
   if (rows * n == 0) return;
-  minidl::cuda::DeviceGuard guard(x);
+  minidl::cuda::DeviceGuard guard(x.device());
   const int dev = x.device().index;
   const bool per_row = g.numel() == rows && g.dim() > 0;
   const bool use32 = rows * n <= INT32_MAX;

@@ -1,16 +1,20 @@
-#include "framework/autograd/node.h"
+#include "ops/node.h"
 
 #include <atomic>
 
-#include "framework/autograd/grad_mode.h"
+#include "autocast/state.h"
 #include "framework/error.h"
-#include "ops/ops.h"
+#include "framework/grad_mode.h"
 
 namespace minidl::autograd {
 
 namespace {
 std::atomic<uint64_t> g_sequence{0};
-NodeTagger g_tagger = nullptr;
+struct Observer {
+  NodeObserver fn = nullptr;
+  void* ctx = nullptr;
+};
+thread_local Observer t_observer;
 
 // Destroying the last reference to a long chain of nodes would recurse once per node and overflow
 // the stack (a 100,000-op chain). Nodes instead hand their children to this per-thread list, and
@@ -32,6 +36,18 @@ void drain_pending() {
 TensorMeta meta_of(const Tensor& t) {
   if (!t.defined()) return {};
   return {t.shape(), t.dtype(), t.device()};
+}
+
+// Every recorded node carries the precision it ran in.
+void tag(Node& node, const TensorList& outputs) {
+  AmpTag& tag = node.amp;
+  const DeviceType device = outputs.empty() ? DeviceType::CPU : outputs[0].device().type;
+  tag.compute_dtype = outputs.empty() ? DType::F32 : outputs[0].dtype();
+  tag.autocast_enabled = amp::is_autocast_enabled(device);
+  tag.autocast_dtype = amp::get_autocast_dtype(device);
+  const std::optional<amp::CastPolicy> policy = amp::active_op_policy();
+  tag.policy = policy ? amp::policy_name(*policy) : (tag.autocast_enabled ? "none" : "off");
+  tag.scope = amp::current_scope_name();
 }
 }  // namespace
 
@@ -128,33 +144,6 @@ void FunctionNode::release_saved() {
   for (auto& s : saved) s.release();
 }
 
-TensorList AccumulateGrad::apply(TensorList&& grads) {
-  std::shared_ptr<TensorImpl> impl = leaf.lock();
-  if (!impl || grads.empty() || !grads[0].defined()) return {};
-  Tensor g = grads[0];
-  for (auto& hook : impl->hooks) {
-    Tensor r = hook(g);
-    if (r.defined()) g = r;
-  }
-  if (!impl->grad) {
-    if (create_graph) {
-      impl->grad = g.impl_ptr();
-    } else {
-      // Keep the incoming buffer when nothing else can see it; otherwise copy so that later
-      // in-place updates of .grad (unscale, clipping) cannot reach another tensor.
-      bool unique = g.impl_ptr().use_count() <= 2 && g.impl()->storage.use_count() == 1 && g.is_contiguous();
-      impl->grad = (unique ? g.detach() : g.detach().clone()).impl_ptr();
-    }
-  } else if (create_graph || impl->grad->requires_grad) {
-    // Out of place, as PyTorch, when either graph must be kept: a .grad made by create_graph is
-    // part of a graph (and may be held by the caller), so it is not updated in place.
-    impl->grad = add(Tensor(impl->grad), g).impl_ptr();
-  } else {
-    Tensor(impl->grad).add_(g);
-  }
-  return {};
-}
-
 bool needs_grad(std::initializer_list<Tensor> inputs) {
   if (!GradMode::is_enabled()) return false;
   for (const Tensor& t : inputs)
@@ -206,10 +195,11 @@ std::shared_ptr<FunctionNode> record(const char* op_name, const TensorList& inpu
   node->saved.reserve(saved.size());
   for (auto& s : saved) node->saved.emplace_back(s.tensor, s.is_output);
   node->backward = std::move(backward);
-  if (g_tagger) g_tagger(*node, outputs);
+  tag(*node, outputs);
+  if (t_observer.fn) t_observer.fn(t_observer.ctx, *node, outputs);
   return node;
 }
 
-void set_node_tagger(NodeTagger tagger) { g_tagger = tagger; }
+void set_node_observer(NodeObserver observer, void* ctx) { t_observer = {observer, ctx}; }
 
 }  // namespace minidl::autograd

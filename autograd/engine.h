@@ -1,11 +1,9 @@
 // The backward engine: runs the graph from some roots in dependency order, with no recursion
 // (a chain of 100,000 nodes needs no stack depth), accumulating into leaf .grad or capturing the
-// gradients of chosen inputs (grad()).
+// gradients of chosen inputs (grad()). It runs with autocast off, and it is where gradients
+// accumulate: into a leaf's .grad (its AccumulateGrad node) and into retained non-leaf .grad.
 #pragma once
-#include <functional>
-#include <memory>
-
-#include "framework/autograd/node.h"
+#include "ops/node.h"
 
 namespace minidl::autograd {
 
@@ -19,9 +17,11 @@ void backward(const TensorList& roots, const TensorList& grad_roots = {}, bool r
 TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs = {},
                 bool retain_graph = false, bool create_graph = false, bool allow_unused = false);
 
-// The autocast layer installs a factory whose returned object, held for the whole backward pass,
-// turns autocast off (backward always runs with autocast off).
-using BackwardScopeFactory = std::function<std::shared_ptr<void>()>;
-void set_backward_scope_factory(BackwardScopeFactory factory);
+// What Tensor::backward() calls (ops/tensor.h binds it here, at its call sites).
+struct Engine {
+  static void backward(const TensorList& roots, const TensorList& grad_roots, bool retain_graph, bool create_graph) {
+    autograd::backward(roots, grad_roots, retain_graph, create_graph);
+  }
+};
 
 }  // namespace minidl::autograd

@@ -1,17 +1,17 @@
-// Autocast: thread-local mixed-precision state per device type, the RAII scope that sets it, the
-// weight-cast cache, and the entry hook every policy-wrapped op calls first. Semantics follow
-// torch.amp.autocast; differences are marked "Deviation".
+// Autocast state: per thread and per device type, the enabled flag and dtype, the cache flag, the
+// nesting depth, the scope names that label graph nodes, and the marker of a running policy-wrapped
+// op. The RAII scope (torch.autocast) saves and restores all of it. No ops live here: the ops layer
+// reads this state when it casts inputs (ops/autocast_hook.h) and tags nodes (ops/node.h).
+// Semantics follow torch.amp.autocast; differences are marked "Deviation".
 #pragma once
 #include <array>
-#include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "amp/policy.h"
-#include "framework/autograd/node.h"
-#include "framework/tensor.h"
+#include "autocast/policy.h"
+#include "framework/dtype.h"
 
 namespace minidl::amp {
 
@@ -22,8 +22,7 @@ DType get_autocast_dtype(DeviceType device = DeviceType::CPU);
 void set_autocast_dtype(DeviceType device, DType dtype);
 bool is_autocast_cache_enabled();
 void set_autocast_cache_enabled(bool enabled);
-int autocast_nesting();          // live autocast scopes on this thread
-void clear_autocast_cache();
+int autocast_nesting();  // live autocast scopes on this thread
 bool is_autocast_supported(DeviceType device, DType dtype);  // CPU: f16, bf16; CUDA: also f32
 
 // RAII scope (torch.autocast). With no dtype it keeps the current one (defaults: CPU bf16, CUDA
@@ -46,6 +45,18 @@ class autocast {
   bool pushed_scope_;
 };
 
+// Turns autocast off on every device type for its lifetime (the backward engine runs under one).
+class AutocastDisabled {
+ public:
+  AutocastDisabled();
+  ~AutocastDisabled();
+  AutocastDisabled(const AutocastDisabled&) = delete;
+  AutocastDisabled& operator=(const AutocastDisabled&) = delete;
+
+ private:
+  std::array<bool, kNumDeviceTypes> prev_;
+};
+
 // Names the graph nodes recorded in a region. Nested names join with dots; an absolute name (a
 // module's full path, "block.conv1") replaces what encloses it.
 class ScopeName {
@@ -57,42 +68,20 @@ class ScopeName {
 };
 std::string current_scope_name();  // dotted path of the active names; "" outside any
 
-// ---- the op entry hook
-// While alive, the op it was made for is running with the casts its policy asked for; ops it calls
-// are not re-cast, and nodes recorded meanwhile are tagged with its policy.
-class OpGuard {
+// While alive, a policy-wrapped op is running with the casts its policy asked for: ops it calls
+// are not re-cast, and nodes recorded meanwhile carry its policy.
+class OpScope {
  public:
-  explicit OpGuard(CastPolicy policy);
-  ~OpGuard();
-  OpGuard(const OpGuard&) = delete;
-  OpGuard& operator=(const OpGuard&) = delete;
-  OpGuard(OpGuard&&) = delete;
+  explicit OpScope(CastPolicy policy);
+  ~OpScope();
+  OpScope(const OpScope&) = delete;
+  OpScope& operator=(const OpScope&) = delete;
 
  private:
-  CastPolicy prev_;
+  std::optional<CastPolicy> prev_;
 };
-
-struct AutocastCall {
-  autograd::TensorList inputs;  // the inputs cast per the op's policy
-  std::unique_ptr<OpGuard> guard;
-};
-// Returns nullopt when autocast does not apply: disabled for the inputs' device type, already
-// inside a policy-wrapped op, or policy None. Otherwise the caller re-runs the op on `inputs`
-// while the call object lives:
-//   if (auto ac = amp::autocast_op("mm", {a, b})) return mm(ac->inputs[0], ac->inputs[1]);
-// Throws for Banned ops.
-std::optional<AutocastCall> autocast_op(const char* op, const autograd::TensorList& inputs);
-
-// Casts x to dtype for autocast: eligible tensors only (floating, not f64), through the cache for
-// f32 parameters (leaves that require grad). Ineligible tensors are returned unchanged.
-Tensor autocast_cast(const Tensor& x, DType dtype, DeviceType device);
-
-struct CastCacheStats {
-  size_t entries = 0;
-  uint64_t hits = 0;
-  uint64_t misses = 0;
-};
-CastCacheStats cast_cache_stats();  // this thread's cache
+// The policy of the innermost running policy-wrapped op; nullopt outside any.
+std::optional<CastPolicy> active_op_policy();
 
 // ---- state for other threads (autocast state is per thread, as in PyTorch)
 struct ThreadState {
@@ -121,9 +110,5 @@ auto propagate_state(F f) {
     return f(std::forward<decltype(args)>(args)...);
   };
 }
-
-// ---- precision-report hook: called for every recorded node with its outputs (reports only)
-using NodeObserver = void (*)(void* ctx, autograd::Node& node, const autograd::TensorList& outputs);
-void set_node_observer(NodeObserver observer, void* ctx);  // this thread; nullptr to stop
 
 }  // namespace minidl::amp

@@ -1,6 +1,8 @@
-// Tensor: a reference-counted handle to a strided view of a Storage, with a dtype, a device and the
-// autograd fields (requires_grad, grad, grad_fn, hooks). Copying a Tensor copies the handle, as in
-// PyTorch; clone() copies the data.
+// Tensor: a reference-counted handle to a TensorImpl (framework/tensor_impl.h: a strided view of a
+// Storage with a dtype, a device and the autograd fields), and its methods. Copying a Tensor copies
+// the handle, as in PyTorch; clone() copies the data. It stands at the bottom of the ops layer: its
+// views, conversions and in-place methods are ops, defined with their families (ops/view.cpp,
+// ops/reduce.cpp, ...).
 #pragma once
 #include <functional>
 #include <initializer_list>
@@ -14,12 +16,12 @@
 #include "framework/dtype.h"
 #include "framework/shape.h"
 #include "framework/storage.h"
+#include "framework/tensor_impl.h"
 
 namespace minidl {
 
-class Tensor;
 namespace autograd {
-struct Node;
+struct Engine;
 }
 
 // How a factory builds a tensor: dtype, device, requires_grad; chainable.
@@ -34,26 +36,6 @@ struct TensorOptions {
   TensorOptions& dtype(DType t) { dtype_ = t; return *this; }
   TensorOptions& device(Device d) { device_ = d; return *this; }
   TensorOptions& requires_grad(bool r = true) { requires_grad_ = r; return *this; }
-};
-
-using GradHook = std::function<Tensor(const Tensor&)>;  // returns a replacement, or undefined
-
-struct TensorImpl {
-  std::shared_ptr<Storage> storage;
-  Shape sizes;
-  Shape strides;
-  int64_t offset = 0;  // in elements
-  DType dtype = DType::F32;
-
-  // Autograd. A leaf has no grad_fn; requires_grad on a non-leaf follows from its grad_fn.
-  bool requires_grad = false;
-  std::shared_ptr<TensorImpl> grad;
-  std::shared_ptr<autograd::Node> grad_fn;
-  uint32_t output_nr = 0;                          // which output of grad_fn this is
-  std::weak_ptr<autograd::Node> grad_accumulator;  // leaves: their AccumulateGrad node
-  std::vector<GradHook> hooks;
-  bool retains_grad = false;
-  std::string name;  // optional, shown in errors and reports (module path of a parameter)
 };
 
 class Tensor {
@@ -100,7 +82,13 @@ class Tensor {
   void register_hook(GradHook hook);
   uint32_t version() const { return impl()->storage->version(); }
   void bump_version() const { impl()->storage->bump_version(); }
-  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false, bool create_graph = false) const;
+  // Runs the autograd engine from this tensor (autograd/engine.h, the floor above the ops). A
+  // template, so the call binds where it is written, with the engine in view: the ops layer needs
+  // nothing from the floor above it, and `loss.backward()` still reads as in PyTorch.
+  template <class Engine = autograd::Engine>
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false, bool create_graph = false) const {
+    Engine::backward({*this}, {gradient}, retain_graph, create_graph);
+  }
   Tensor detach() const;  // shares storage and version counter, no grad_fn
   const std::string& name() const { return impl()->name; }
   void set_name(std::string n) const { impl()->name = std::move(n); }

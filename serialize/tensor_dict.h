@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "framework/error.h"
-#include "framework/tensor.h"
+#include "ops/tensor.h"
 
 namespace minidl {
 

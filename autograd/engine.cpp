@@ -1,4 +1,4 @@
-#include "framework/autograd/engine.h"
+#include "autograd/engine.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -6,20 +6,14 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "framework/autograd/grad_mode.h"
+#include "autocast/state.h"
+#include "framework/grad_mode.h"
 #include "framework/error.h"
 #include "ops/ops.h"
 
 namespace minidl::autograd {
 
 namespace {
-// A function-local static: set from another file's static initializer, so it must not be
-// re-initialized after that (static initialization order across files is unspecified).
-BackwardScopeFactory& scope_factory() {
-  static BackwardScopeFactory f;
-  return f;
-}
-
 // MINIDL_TRACE_AUTOGRAD=1 prints each node as the engine runs it.
 bool trace_enabled() {
   static const bool on = std::getenv("MINIDL_TRACE_AUTOGRAD") != nullptr;
@@ -78,6 +72,42 @@ std::unordered_set<Node*> ancestors_of(const std::vector<Edge>& roots, const std
 
 void accumulate(Tensor& slot, const Tensor& g) { slot = slot.defined() ? add(slot, g) : g; }
 
+// A leaf's AccumulateGrad: runs the leaf's hooks, then adds into its .grad.
+void accumulate_into_leaf(const AccumulateGrad& acc, Tensor g, bool create_graph) {
+  std::shared_ptr<TensorImpl> impl = acc.leaf.lock();
+  if (!impl || !g.defined()) return;
+  for (auto& hook : impl->hooks) {
+    Tensor r = hook(g);
+    if (r.defined()) g = r;
+  }
+  if (!impl->grad) {
+    if (create_graph) {
+      impl->grad = g.impl_ptr();
+    } else {
+      // Keep the incoming buffer when nothing else can see it; otherwise copy so that later
+      // in-place updates of .grad (unscale, clipping) cannot reach another tensor.
+      bool unique = g.impl_ptr().use_count() <= 2 && g.impl()->storage.use_count() == 1 && g.is_contiguous();
+      impl->grad = (unique ? g.detach() : g.detach().clone()).impl_ptr();
+    }
+  } else if (create_graph || impl->grad->requires_grad) {
+    // Out of place, as PyTorch, when either graph must be kept: a .grad made by create_graph is
+    // part of a graph (and may be held by the caller), so it is not updated in place.
+    impl->grad = add(Tensor(impl->grad), g).impl_ptr();
+  } else {
+    Tensor(impl->grad).add_(g);
+  }
+}
+
+// retain_grad() on non-leaf outputs of `node`: their .grad accumulates the gradient that arrives,
+// after the tensor's own hooks ran (as PyTorch's retain_grad hook, which always runs last).
+void retain_grads(const Node& node, const TensorList& grads) {
+  for (const auto& [nr, weak] : node.retained)
+    if (auto impl = weak.lock(); impl && grads[nr].defined()) {
+      if (impl->grad) impl->grad = add(Tensor(impl->grad), grads[nr]).impl_ptr();
+      else impl->grad = grads[nr].detach().clone().impl_ptr();
+    }
+}
+
 // Checks a node's returned gradient against the forward input it belongs to, converting dtype
 // (a Cast node's input may be f32 while the gradient arrives in f16) and naming the node on error.
 Tensor validate(const Node& node, size_t i, Tensor g) {
@@ -113,7 +143,7 @@ void run(const TensorList& roots, const TensorList& grad_roots, bool retain_grap
   // As in PyTorch, where retain_graph defaults to create_graph: a graph built by create_graph
   // refers back into this one, so this one must survive.
   retain_graph = retain_graph || create_graph;
-  std::shared_ptr<void> scope = scope_factory() ? scope_factory()() : nullptr;
+  amp::AutocastDisabled autocast_off;  // backward always runs with autocast off
   std::unique_ptr<NoGradGuard> no_grad;
   std::unique_ptr<EnableGradGuard> enable_grad;
   if (create_graph) enable_grad = std::make_unique<EnableGradGuard>();
@@ -156,6 +186,7 @@ void run(const TensorList& roots, const TensorList& grad_roots, bool retain_grap
         Tensor r = hook(grads[nr]);
         if (r.defined()) grads[nr] = r;
       }
+    retain_grads(*node, grads);
     if (capture_edges)
       for (size_t c = 0; c < capture_edges->size(); ++c)
         if ((*capture_edges)[c].fn == node) {
@@ -180,12 +211,15 @@ void run(const TensorList& roots, const TensorList& grad_roots, bool retain_grap
           const TensorMeta& m = node->output_meta[i];
           grads[i] = zeros(m.shape, TensorOptions(m.dtype).device(m.device));
         }
-      if (auto* acc = dynamic_cast<AccumulateGrad*>(node.get())) acc->create_graph = create_graph;
       if (trace_enabled()) std::fprintf(stderr, "[autograd] %s #%llu\n", node->name().c_str(), (unsigned long long)node->sequence_nr);
-      outs = node->apply(std::move(grads));
-      if (!retain_graph) node->release_saved();
-      MINIDL_CHECK(is_accumulator || outs.size() == node->next_edges.size(), node->name(), "returned ",
-                   outs.size(), " gradients, expected ", node->next_edges.size());
+      if (is_accumulator) {
+        accumulate_into_leaf(static_cast<const AccumulateGrad&>(*node), grads[0], create_graph);
+      } else {
+        outs = node->apply(std::move(grads));
+        if (!retain_graph) node->release_saved();
+        MINIDL_CHECK(outs.size() == node->next_edges.size(), node->name(), "returned ", outs.size(),
+                     " gradients, expected ", node->next_edges.size());
+      }
     }
     for (size_t i = 0; i < node->next_edges.size(); ++i) {
       const Edge& e = node->next_edges[i];
@@ -215,7 +249,5 @@ TensorList grad(const TensorList& outputs, const TensorList& inputs, const Tenso
                  " appears to not have been used in the graph; pass allow_unused=true if this is intended");
   return result;
 }
-
-void set_backward_scope_factory(BackwardScopeFactory factory) { scope_factory() = std::move(factory); }
 
 }  // namespace minidl::autograd

@@ -1,6 +1,6 @@
 // CUDA runtime entry points: device queries (any failure, such as a missing driver, means "no GPU"),
-// device properties, one stream per device, the caching device allocator and its statistics, and
-// registration of the CUDA kernels of every op family.
+// device properties, one stream per device, and the caching device allocator and its statistics.
+// The core floor: no ops (their CUDA kernels register in ops/cuda/register.cu).
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -10,10 +10,9 @@
 
 #include "framework/cuda.h"
 #include "framework/storage.h"
-#include "ops/cuda/caching_allocator.h"
-#include "ops/cuda/check.h"
-#include "ops/cuda/runtime.h"
-#include "ops/kernels.h"
+#include "framework/cuda/caching_allocator.h"
+#include "framework/cuda/check.h"
+#include "framework/cuda/runtime.h"
 
 namespace minidl::cuda {
 
@@ -180,6 +179,8 @@ void reset_peak_memory_stats(int device) {
   device_allocator().core(device).reset_peak_stats();
 }
 
+Allocator* caching_allocator() { return is_available() ? &device_allocator() : nullptr; }
+
 void empty_cache() {
   if (!is_available()) return;
   auto& a = device_allocator();
@@ -191,25 +192,3 @@ void empty_cache() {
 }
 
 }  // namespace minidl::cuda
-
-namespace minidl::kernels::cuda {
-
-void register_copy(Registry& r);
-void register_elementwise(Registry& r);
-void register_reduce(Registry& r);
-void register_gemm(Registry& r);
-void register_softmax(Registry& r);
-void register_amp(Registry& r);
-
-void register_kernels(Registry& r) {
-  if (!minidl::cuda::is_available()) return;
-  set_allocator(DeviceType::CUDA, &minidl::cuda::device_allocator());
-  register_copy(r);
-  register_elementwise(r);
-  register_reduce(r);
-  register_gemm(r);
-  register_softmax(r);
-  register_amp(r);
-}
-
-}  // namespace minidl::kernels::cuda

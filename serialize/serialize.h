@@ -16,8 +16,8 @@
 #include <string>
 
 #include "framework/json.h"
-#include "framework/tensor.h"
-#include "framework/tensor_dict.h"
+#include "ops/tensor.h"
+#include "serialize/tensor_dict.h"
 
 namespace minidl {
 

@@ -1,4 +1,4 @@
-#include "framework/autograd/grad_mode.h"
+#include "framework/grad_mode.h"
 
 namespace minidl {
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "framework/autograd/node.h"
+#include "ops/node.h"
 
 namespace minidl::autograd {
 

@@ -1,7 +1,8 @@
-// The autograd graph: a Node per differentiable op application, with one Edge per forward input
-// pointing at the node that produced it (or the leaf's AccumulateGrad). Ops record a FunctionNode
-// whose backward is a lambda written in differentiable ops, so create_graph gives higher-order
-// derivatives for free.
+// The autograd graph as the ops record it: a Node per differentiable op application, with one Edge
+// per forward input pointing at the node that produced it (or the leaf's AccumulateGrad). Ops
+// record a FunctionNode whose backward is a lambda written in differentiable ops, so create_graph
+// gives higher-order derivatives for free. Every node is tagged with the precision it ran in, from
+// the autocast state. Running the graph is the engine's (autograd/engine.h, the floor above).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -9,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/tensor.h"
+#include "ops/tensor.h"
 
 namespace minidl::autograd {
 
@@ -30,7 +31,7 @@ struct TensorMeta {
   Device device;
 };
 
-// The precision a node ran in, filled by the autocast layer. `policy` is the name of the autocast
+// The precision a node ran in, filled by record() from the autocast state. `policy` is the name of the autocast
 // policy that chose the compute dtype ("none" outside autocast).
 struct AmpTag {
   std::string policy = "none";
@@ -48,6 +49,9 @@ struct Node {
   AmpTag amp;
   // Hooks on the gradient of forward output i (register_hook / retain_grad on non-leaf tensors).
   std::vector<std::pair<uint32_t, GradHook>> pre_hooks;
+  // Non-leaf outputs whose .grad is kept (retain_grad): the engine accumulates into them after the
+  // pre-hooks of that output ran.
+  std::vector<std::pair<uint32_t, std::weak_ptr<TensorImpl>>> retained;
 
   Node();
   virtual ~Node();
@@ -116,12 +120,12 @@ struct FunctionNode final : Node {
   std::weak_ptr<Node> self;  // set by record(); lets saved outputs re-attach to this node
 };
 
-// Leaves end in an AccumulateGrad node that runs hooks and adds into .grad.
+// Leaves end in an AccumulateGrad node. It computes nothing: the engine, on reaching it, runs the
+// leaf's hooks and adds into its .grad (autograd/engine.cpp), so it has no gradients to return.
 struct AccumulateGrad final : Node {
   std::weak_ptr<TensorImpl> leaf;
-  bool create_graph = false;  // set by the engine for each run
   std::string name() const override { return "AccumulateGrad"; }
-  TensorList apply(TensorList&& grads) override;
+  TensorList apply(TensorList&&) override { return {}; }
 };
 
 // True when grad mode is on and any defined input requires grad.
@@ -136,8 +140,9 @@ std::shared_ptr<FunctionNode> record(const char* op_name, const TensorList& inpu
 // The edge that gradient for t flows into (its grad_fn, or its leaf accumulator).
 Edge gradient_edge(const Tensor& t);
 
-// Hook the autocast layer installs to tag every new node with the active precision state.
-using NodeTagger = void (*)(Node& node, const TensorList& outputs);
-void set_node_tagger(NodeTagger tagger);
+// Called for every node recorded on this thread, with its outputs (the precision report's
+// recorder, amp/precision_report.h, sets it while it measures); nullptr stops it.
+using NodeObserver = void (*)(void* ctx, Node& node, const TensorList& outputs);
+void set_node_observer(NodeObserver observer, void* ctx);
 
 }  // namespace minidl::autograd

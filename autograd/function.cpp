@@ -1,6 +1,6 @@
-#include "framework/autograd/function.h"
+#include "autograd/function.h"
 
-#include "framework/autograd/grad_mode.h"
+#include "framework/grad_mode.h"
 #include "framework/error.h"
 
 #include <mutex>

@@ -1,17 +1,14 @@
-#include "framework/tensor.h"
+#include "ops/tensor.h"
 
 #include <cmath>
 #include <cstring>
 #include <iomanip>
 #include <sstream>
 
-#include "framework/autograd/engine.h"
-#include "framework/autograd/grad_mode.h"
-#include "framework/autograd/node.h"
 #include "framework/cuda.h"
 #include "framework/error.h"
 #include "framework/half.h"
-#include "ops/kernels.h"
+#include "ops/node.h"
 #include "ops/ops.h"
 
 namespace minidl {
@@ -101,61 +98,26 @@ void Tensor::retain_grad() {
   if (is_leaf()) return;  // leaves keep .grad anyway
   if (impl()->retains_grad) return;
   impl()->retains_grad = true;
-  std::weak_ptr<TensorImpl> weak = impl_ptr();
-  impl()->grad_fn->pre_hooks.emplace_back(impl()->output_nr, [weak](const Tensor& g) {
-    if (auto i = weak.lock()) {
-      if (i->grad) i->grad = add(Tensor(i->grad), g).impl_ptr();
-      else i->grad = g.detach().clone().impl_ptr();
-    }
-    return Tensor();
-  });
+  impl()->grad_fn->retained.emplace_back(impl()->output_nr, impl_ptr());
 }
 
 void Tensor::register_hook(GradHook hook) {
   MINIDL_CHECK(requires_grad(), "register_hook", "cannot register a hook on a tensor that doesn't require gradient");
-  if (is_leaf()) {
-    impl()->hooks.push_back(std::move(hook));
-    return;
-  }
-  // As PyTorch, retain_grad's hook runs after every hook of the tensor, whenever they were
-  // registered: .grad holds the gradient the hooks produce. It is the tensor's last hook, so a
-  // later hook goes in front of it.
-  auto& hooks = impl()->grad_fn->pre_hooks;
-  auto pos = hooks.end();
-  if (impl()->retains_grad)
-    for (auto it = hooks.begin(); it != hooks.end(); ++it)
-      if (it->first == impl()->output_nr) pos = it;
-  hooks.emplace(pos, impl()->output_nr, std::move(hook));
-}
-
-void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph) const {
-  autograd::backward({*this}, {gradient}, retain_graph, create_graph);
+  if (is_leaf()) impl()->hooks.push_back(std::move(hook));
+  else impl()->grad_fn->pre_hooks.emplace_back(impl()->output_nr, std::move(hook));
 }
 
 Tensor Tensor::detach() const {
-  auto i = std::make_shared<TensorImpl>();
-  i->storage = impl()->storage;
-  i->sizes = impl()->sizes;
-  i->strides = impl()->strides;
-  i->offset = impl()->offset;
-  i->dtype = impl()->dtype;
+  std::shared_ptr<TensorImpl> i = alias_of(*impl(), impl()->sizes, impl()->strides, impl()->offset);
   i->name = impl()->name;
   return Tensor(std::move(i));
 }
-
-Tensor Tensor::sum() const { return minidl::sum(*this); }
-Tensor Tensor::mean() const { return minidl::mean(*this); }
 
 // ---------------------------------------------------------------- factories
 
 Tensor empty(const Shape& shape, TensorOptions opts) {
   for (int64_t s : shape) MINIDL_CHECK(s >= 0, "empty", "negative dimension in shape ", shape_str(shape));
-  if (!opts.device_.is_cpu()) {
-    cuda::check_device(opts.device_, "empty");
-    // A backend installs its device allocator when its kernels register: make sure that happened
-    // before the first allocation on a non-CPU device (else "no allocator" even with a GPU).
-    (void)kernels::registry();
-  }
+  if (!opts.device_.is_cpu()) cuda::check_device(opts.device_, "empty");
   auto i = std::make_shared<TensorImpl>();
   i->storage = std::make_shared<Storage>(static_cast<size_t>(numel_of(shape)) * element_size(opts.dtype_), opts.device_);
   i->sizes = shape;
@@ -236,13 +198,7 @@ MINIDL_INSTANTIATE(bool)
 #undef MINIDL_INSTANTIATE
 
 Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset) {
-  auto i = std::make_shared<TensorImpl>();
-  i->storage = base.impl()->storage;
-  i->sizes = std::move(sizes);
-  i->strides = std::move(strides);
-  i->offset = offset;
-  i->dtype = base.dtype();
-  return Tensor(std::move(i));
+  return Tensor(alias_of(*base.impl(), std::move(sizes), std::move(strides), offset));
 }
 
 // ---------------------------------------------------------------- printing

@@ -1,5 +1,5 @@
 // safetensors reader/writer, atomic writes and the Checkpoint container.
-#include "framework/serialize.h"
+#include "serialize/serialize.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <random>
 
-#include "framework/autograd/grad_mode.h"
+#include "framework/grad_mode.h"
 #include "framework/error.h"
 
 namespace minidl {

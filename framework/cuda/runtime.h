@@ -4,7 +4,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
-#include "framework/tensor.h"
+#include "framework/device.h"
 
 namespace minidl::cuda {
 
@@ -17,7 +17,7 @@ int sm_count(int device);
 class DeviceGuard {
  public:
   explicit DeviceGuard(int device);
-  explicit DeviceGuard(const Tensor& t) : DeviceGuard(t.device().index) {}
+  explicit DeviceGuard(Device d) : DeviceGuard(d.index) {}
   ~DeviceGuard();
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;
