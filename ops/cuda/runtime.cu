@@ -201,15 +201,19 @@ void register_gemm(Registry& r);
 void register_softmax(Registry& r);
 void register_amp(Registry& r);
 
-void register_kernels(Registry& r) {
-  if (!minidl::cuda::is_available()) return;
-  set_allocator(DeviceType::CUDA, &minidl::cuda::device_allocator());
+void register_tables(Registry& r) {
   register_copy(r);
   register_elementwise(r);
   register_reduce(r);
   register_gemm(r);
   register_softmax(r);
   register_amp(r);
+}
+
+void register_kernels(Registry& r) {
+  if (!minidl::cuda::is_available()) return;
+  set_allocator(DeviceType::CUDA, &minidl::cuda::device_allocator());
+  register_tables(r);
 }
 
 }  // namespace minidl::kernels::cuda
