@@ -40,8 +40,9 @@ const std::vector<Target>& compiled_targets() {
 
 bool runs_here(DeviceType d, const std::string& what) {
   if (is_available(d)) return true;
-  const std::string line = "[" + std::string(device_type_name(d)) + "] " + what +
-                           ": skipped, the backend is compiled but no device is available";
+  const std::string line = "[" + std::string(device_type_name(d)) + "] " + what + ": skipped, " +
+                           (is_compiled(d) ? "the backend is compiled but no device is available"
+                                           : "this build has no such backend");
   if (expect_gpu()) {
     FAIL_CHECK(line << " (MINIDL_EXPECT_GPU=1)");
   } else {

@@ -33,8 +33,8 @@ bool is_available(DeviceType d);
 // MINIDL_EXPECT_GPU=1 in the environment: a device that is compiled but unavailable is an error.
 bool expect_gpu();
 
-// Whether device d can run here. When it is compiled but cannot, reports `what` as skipped (a
-// Catch2 WARN) or, under MINIDL_EXPECT_GPU=1, as a failure.
+// Whether device d can run here. When it cannot (not compiled, or no device), reports `what` as
+// skipped (a Catch2 WARN) or, under MINIDL_EXPECT_GPU=1, as a failure.
 bool runs_here(DeviceType d, const std::string& what);
 
 // The targets of `from` that can run here. Each compiled-but-unavailable device among them is
