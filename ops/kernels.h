@@ -189,4 +189,52 @@ void register_kernels(Registry& r);
 }
 #endif
 
+
+// ---- enumeration (tests/test_kernel_coverage.cpp prints and checks every table)
+// Calls fn(family, table) for every table of a Registry, with the member's name as the family (two
+// tables may share an op() name). Each member is listed here once; the coverage test checks that
+// the list spans the whole struct, so a new table cannot be left out.
+template <class R, class Fn>
+void for_each_table(R& r, Fn&& fn) {
+#define MINIDL_KERNEL_TABLE(member) fn(#member, r.member);
+  MINIDL_KERNEL_TABLE(fill)
+  MINIDL_KERNEL_TABLE(copy)
+  MINIDL_KERNEL_TABLE(binary)
+  MINIDL_KERNEL_TABLE(unary)
+  MINIDL_KERNEL_TABLE(where)
+  MINIDL_KERNEL_TABLE(reduce)
+  MINIDL_KERNEL_TABLE(gemm)
+  MINIDL_KERNEL_TABLE(softmax)
+  MINIDL_KERNEL_TABLE(softmax_backward)
+  MINIDL_KERNEL_TABLE(index_select)
+  MINIDL_KERNEL_TABLE(index_add)
+  MINIDL_KERNEL_TABLE(gather)
+  MINIDL_KERNEL_TABLE(scatter_add)
+  MINIDL_KERNEL_TABLE(unscale)
+  MINIDL_KERNEL_TABLE(cross_entropy)
+  MINIDL_KERNEL_TABLE(cross_entropy_backward)
+  MINIDL_KERNEL_TABLE(random)
+  MINIDL_KERNEL_TABLE(conv2d)
+  MINIDL_KERNEL_TABLE(conv2d_input_grad)
+  MINIDL_KERNEL_TABLE(conv2d_weight_grad)
+  MINIDL_KERNEL_TABLE(max_pool2d)
+  MINIDL_KERNEL_TABLE(max_pool2d_backward)
+  MINIDL_KERNEL_TABLE(avg_pool2d)
+  MINIDL_KERNEL_TABLE(avg_pool2d_backward)
+  MINIDL_KERNEL_TABLE(batch_norm_stats)
+  MINIDL_KERNEL_TABLE(batch_norm_apply)
+  MINIDL_KERNEL_TABLE(batch_norm_backward)
+  MINIDL_KERNEL_TABLE(unscale_many)
+#undef MINIDL_KERNEL_TABLE
+}
+
+#ifdef MINIDL_WITH_CUDA
+namespace cuda {
+// Fills the CUDA tables only (no allocator, no device queries), on any machine with the backend
+// compiled: lets the coverage test list them where no GPU is present. register_kernels calls it
+// when a GPU is available.
+void register_tables(Registry& r);
+}
+#endif
+
 }  // namespace minidl::kernels

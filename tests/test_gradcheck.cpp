@@ -1,11 +1,17 @@
-// Gradient checks for every differentiable op: ONE table of cases (op, input shapes, input range
-// clear of kinks, finite-difference eps, tolerance, second-order flag), run by one harness in f64
-// against central differences (tests/gradcheck.h). Every case also checks the .grad contract of
-// backward(): fresh memory is poisoned, a NaN .grad reset to none is overwritten, a sentinel .grad
-// is accumulated onto in place, and no two leaves share a gradient buffer.
+// The op table: ONE table of cases (op, input shapes, input range clear of kinks, finite-difference
+// eps, tolerance, second-order flag), run by one harness (tests/gradcheck.h) on the (device, dtype)
+// targets of tests/targets.h:
+// - in f64 on every available device, against central differences (first and second order), with
+//   the .grad contract of backward(): fresh CPU memory is poisoned, a NaN .grad reset to none is
+//   overwritten, a sentinel .grad is accumulated onto in place, no two leaves share a buffer;
+// - on every other target (f32, f16, bf16 on the CPU; every CUDA dtype), output and gradients
+//   against the f64 CPU result within a tolerance from the dtype's eps.
+// A compiled device that is not available here (CUDA without a GPU) is reported as skipped, and is
+// a failure under MINIDL_EXPECT_GPU=1.
 //
 // Adding an op = one line in kCases below. Fields, in order (designated initializers):
 //   .name, .shapes, .fn, .lo/.hi (input range), .eps, .tol, .second_order, .differentiable
+// Adding a backend = naming its targets in tests/targets.cpp.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -17,6 +23,7 @@
 
 using namespace minidl;
 using testing::GradCase;
+using testing::Target;
 using TL = std::vector<Tensor>;
 
 namespace {
@@ -217,9 +224,10 @@ bool all_finite(const Tensor& t) {
   return true;
 }
 
-// The .grad contract of backward() for one case. Returns "" or a description of the failure.
-std::string check_grad_buffers(const GradCase& c) {
-  std::vector<Tensor> in = testing::make_inputs(c, 4321);
+// The .grad contract of backward() for one case in f64 on `device`. Returns "" or a description of
+// the failure.
+std::string check_grad_buffers(const GradCase& c, Device device) {
+  std::vector<Tensor> in = testing::make_inputs(c, 4321, {device.type, DType::F64});
   std::vector<Tensor> leaves;
   for (size_t i = 0; i < in.size(); ++i)
     if (c.differentiable.empty() || c.differentiable[i]) leaves.push_back(in[i]);
@@ -276,54 +284,34 @@ std::string check_grad_buffers(const GradCase& c) {
 
 }  // namespace
 
-TEST_CASE("gradient check table: every differentiable op, first and second order", "[gradcheck]") {
+TEST_CASE("gradient check table: every differentiable op, first and second order, in f64 on every device", "[gradcheck]") {
   PoisonScope poison;
-  for (const GradCase& c : kCases) {
-    INFO("case: " << c.name);
-    CHECK(testing::run_case(c) == "");
-  }
+  for (const Target& t : testing::gradcheck_targets())
+    for (const GradCase& c : kCases) {
+      INFO("case: " << c.name << " on " << t.name());
+      CHECK(testing::run_on(t, c.name, [&] { return testing::run_case(c, t.dev()); }) == "");
+    }
 }
 
 TEST_CASE("gradient check table: backward() overwrites a reset .grad and accumulates onto a kept one", "[gradcheck]") {
   PoisonScope poison;
-  for (const GradCase& c : kCases) {
-    INFO("case: " << c.name);
-    CHECK(check_grad_buffers(c) == "");
-  }
+  for (const Target& t : testing::gradcheck_targets())
+    for (const GradCase& c : kCases) {
+      INFO("case: " << c.name << " on " << t.name());
+      CHECK(testing::run_on(t, c.name, [&] { return check_grad_buffers(c, t.dev()); }) == "");
+    }
 }
 
-// The f32 kernels (and their fused backward kernels) against the f64 ones: the same case on the
-// same values rounded to f32 must give gradients within an f32-derived tolerance.
-TEST_CASE("gradient check table: f32 gradients agree with f64 gradients", "[gradcheck]") {
-  const double tol = 1000 * traits(DType::F32).eps;  // ~1e-4: a few f32 roundings per op, short chains
-  for (const GradCase& c : kCases) {
-    INFO("case: " << c.name);
-    std::vector<Tensor> in64, in32, diff64, diff32;
-    for (const Tensor& t : testing::make_inputs(c, 777)) {
-      Tensor r = cast(cast(t.detach(), DType::F32), DType::F64);  // exactly representable in f32
-      Tensor h = cast(r, DType::F32);
-      if (t.requires_grad()) {
-        r.requires_grad_();
-        h.requires_grad_();
-        diff64.push_back(r);
-        diff32.push_back(h);
-      }
-      in64.push_back(r);
-      in32.push_back(h);
+// Every other target's kernels (and their fused backward kernels) against the f64 CPU ones: the
+// same case on the same values (rounded to the target dtype) must give outputs and gradients
+// within the dtype-derived tolerance.
+TEST_CASE("gradient check table: every (device, dtype) target agrees with the f64 CPU result", "[gradcheck]") {
+  PoisonScope poison;
+  for (const Target& t : testing::reference_targets())
+    for (const GradCase& c : kCases) {
+      INFO("case: " << c.name << " on " << t.name());
+      CHECK(testing::run_on(t, c.name, [&] { return testing::check_against_reference(c, t); }) == "");
     }
-    std::vector<Tensor> g64 = autograd::grad({testing::project(c.fn(in64))}, diff64, {}, false, false, true);
-    std::vector<Tensor> g32 = autograd::grad({testing::project(c.fn(in32))}, diff32, {}, false, false, true);
-    for (size_t i = 0; i < g64.size(); ++i) {
-      INFO("input " << i);
-      REQUIRE(g64[i].defined() == g32[i].defined());
-      if (!g64[i].defined()) continue;
-      CHECK(g32[i].dtype() == DType::F32);
-      std::vector<double> a = g64[i].to_vector<double>(), b = g32[i].to_vector<double>();
-      double worst = 0;
-      for (size_t k = 0; k < a.size(); ++k) worst = std::max(worst, std::abs(a[k] - b[k]) / std::max(1.0, std::abs(a[k])));
-      CHECK(worst <= tol);
-    }
-  }
 }
 
 TEST_CASE("case names are unique", "[gradcheck]") {

@@ -2,7 +2,8 @@
 // random inputs: broadcasting (scalar, row, column, 3-D), non-contiguous inputs (transposed,
 // sliced with steps, expanded), inputs above the OpenMP grain (parallel paths), reductions over
 // every dim combination, matmul sizes that are not multiples of 8, integer dtypes and type
-// promotion. The references never call minidl ops: they read values and strides only.
+// promotion. The references never call minidl ops: they read values and strides only. The binary
+// and unary tables run on the f64 and f32 targets of every available device (tests/targets.h).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 
 #include "framework/half.h"
 #include "minidl.h"
+#include "targets.h"
 
 using namespace minidl;
 
@@ -32,7 +34,16 @@ Vec randv(int64_t n, double lo, double hi, uint64_t seed, DType dt = DType::F64)
   return v;
 }
 
-Tensor make(const Vec& v, const Shape& s, DType dt = DType::F64) { return from_vector(v, s).to(dt); }
+Tensor make(const Vec& v, const Shape& s, DType dt = DType::F64, Device d = Device::cpu()) { return from_vector(v, s).to(dt).to(d); }
+
+// The f64 and f32 targets of every device (tests/targets.h) that can run here, for the tables
+// below that cover both.
+std::vector<testing::Target> f64_f32_targets(const std::string& what) {
+  std::vector<testing::Target> out;
+  for (const testing::Target& t : testing::compiled_targets())
+    if (t.dtype == DType::F64 || t.dtype == DType::F32) out.push_back(t);
+  return testing::runnable(out, what);
+}
 
 // Calls f(index, linear position) for every element of `shape` in row-major order.
 void for_each_index(const Shape& shape, const std::function<void(const Shape&, int64_t)>& f) {
@@ -265,13 +276,15 @@ TEST_CASE("binary ops match the f64 reference across broadcasting shapes", "[ref
       {{0, 3}, {3}},
   };
   uint64_t seed = 1;
-  for (DType dt : {DType::F64, DType::F32}) {
+  for (const testing::Target& t : f64_f32_targets("binary reference table")) {
+    const DType dt = t.dtype;
     for (const BinCase& c : binary_cases()) {
       for (const auto& [sa, sb] : shapes) {
         Vec a = randv(numel_of(sa), c.lo, c.hi, seed++, dt), b = randv(numel_of(sb), c.lo, c.hi, seed++, dt);
         if (numel_of(sa) > 1 && numel_of(sb) > 1) b[0] = a[0];  // a tie for comparisons and max/min
-        INFO(c.name << " " << dtype_name(dt) << " " << shape_str(sa) << " x " << shape_str(sb));
-        Tensor out = c.op(make(a, sa, dt), make(b, sb, dt));
+        INFO(c.name << " " << t.name() << " " << shape_str(sa) << " x " << shape_str(sb));
+        Tensor out = c.op(make(a, sa, dt, t.dev()), make(b, sb, dt, t.dev()));
+        CHECK(out.device() == t.dev());
         CHECK(close(out, ref_broadcast(sa, sb), ref_map2(a, sa, b, sb, c.ref), rtol_for(dt), 1e-300) == "");
       }
     }
@@ -300,12 +313,14 @@ TEST_CASE("binary ops on non-contiguous inputs: transposed, sliced with steps, e
 
 TEST_CASE("unary ops match the f64 reference, contiguous and strided", "[reference][unary]") {
   uint64_t seed = 100;
-  for (DType dt : {DType::F64, DType::F32}) {
+  for (const testing::Target& t : f64_f32_targets("unary reference table")) {
+    const DType dt = t.dtype;
     for (const UnCase& c : unary_cases()) {
-      INFO(c.name << " " << dtype_name(dt));
+      INFO(c.name << " " << t.name());
       Vec a = randv(3 * 5 * 7, c.lo, c.hi, seed++, dt);
       a[0] = c.lo;  // the range's edges (0 for sqrt, thresholds' neighbourhood)
-      Tensor x = make(a, {3, 5, 7}, dt);
+      Tensor x = make(a, {3, 5, 7}, dt, t.dev());
+      CHECK(c.op(x).device() == t.dev());
       // Absolute slack for values that cancel (gelu's 1 + erf(x) near x = -4) in f32.
       const double rtol = rtol_for(dt) * 4, atol = dt == DType::F64 ? 1e-15 : 1e-6;
       CHECK(close(c.op(x), {3, 5, 7}, ref_map1(a, c.ref), rtol, atol) == "");
