@@ -1,8 +1,11 @@
 // CPU kernel of the foreach Adam/AdamW step: one fused pass per parameter (torch.optim.Adam /
 // AdamW's single-tensor update, see optim/adam.h), computed in the parameter's compute type with
 // PyTorch's per-step scalars computed in double (as Python floats).
-#include <Eigen/Core>
 #include <cmath>
+#include <type_traits>
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
 
 #include "ops/cpu/foreach_update.h"
 #include "ops/kernels.h"
@@ -10,11 +13,26 @@
 namespace minidl::kernels::cpu {
 
 namespace {
+// x <- sqrt(x), correctly rounded (as std::sqrt) and vectorized. Not Eigen's sqrt: under its
+// default EIGEN_FAST_MATH, AVX floats take an rsqrt estimate refined by one Newton step, which
+// is not correctly rounded, so a parameter's update would depend on where a block boundary falls.
+template <class C>
+void sqrt_in_place(C* x, int64_t n) {
+  int64_t i = 0;
+#if defined(__AVX__)
+  if constexpr (std::is_same_v<C, float>) {
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_sqrt_ps(_mm256_loadu_ps(x + i)));
+  } else {
+    for (; i + 4 <= n; i += 4) _mm256_storeu_pd(x + i, _mm256_sqrt_pd(_mm256_loadu_pd(x + i)));
+  }
+#endif
+  for (; i < n; ++i) x[i] = std::sqrt(x[i]);
+}
+
 template <class T>
 void adam_one(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& vmax, int64_t step_count,
               const AdamHyper& h) {
   using C = compute_t<T>;
-  using Array = Eigen::Array<C, Eigen::Dynamic, 1>;
   const double step = static_cast<double>(step_count);
   const double bias_correction1 = 1.0 - std::pow(h.beta1, step);
   const double bias_correction2_sqrt = std::sqrt(1.0 - std::pow(h.beta2, step));
@@ -40,8 +58,8 @@ void adam_one(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v
           C* __restrict mm = a[1];
           C* __restrict vv = a[2];
           C* __restrict vm = a[3];
-          // Blocks of 256 stay in L1: one loop for the moments, a vectorized sqrt (Eigen: no errno,
-          // so it vectorizes; correctly rounded like std::sqrt), one loop for the parameter.
+          // Blocks of 256 stay in L1: one loop for the moments, a vectorized sqrt, one loop for the
+          // parameter.
           constexpr int64_t kBlock = 256;
           alignas(64) C mb[kBlock];
           alignas(64) C ub[kBlock];
@@ -67,8 +85,7 @@ void adam_one(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v
               mb[j] = mi;
               ub[j] = used;
             }
-            Eigen::Map<Array> u(ub, len);
-            u = u.sqrt();
+            sqrt_in_place(ub, len);
             for (int64_t j = 0; j < len; ++j) {
               const C denom = ub[j] / k_bc2 + k_eps;
               pp[b0 + j] = pp[b0 + j] + k_step * (mb[j] / denom);
