@@ -103,7 +103,8 @@ struct NonFiniteCount {
 using ForeachUnscaleFn = void (*)(const std::vector<Tensor>& tensors, float inv_scale, bool count,
                                   std::vector<NonFiniteCount>& out);
 // out[i] <- sum over tensor i of |x|^p, or max |x| when p is infinite (NaN propagates; 0 for an
-// empty tensor), accumulated in f64 on CPU. Not rooted: callers combine tensors, then take the root.
+// empty tensor), accumulated in f64 (on CUDA: one partial per chunk, summed in order on the host).
+// Not rooted: callers combine tensors, then take the root.
 using ForeachNormFn = void (*)(const std::vector<Tensor>& tensors, double p, std::vector<double>& out);
 // t *= factor in place for every tensor (factor converted to the compute type).
 using ForeachScaleFn = void (*)(const std::vector<Tensor>& tensors, double factor);
