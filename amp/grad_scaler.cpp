@@ -1,14 +1,15 @@
+// GradScaler (amp/grad_scaler.h): stages per optimizer, the scale and its host mirror, and
+// unscale_ as one foreach unscale-and-check call.
 #include "amp/grad_scaler.h"
 
 #include <cmath>
 #include <cstdio>
-#include <map>
 #include <sstream>
 
 #include "framework/grad_mode.h"
 #include "framework/cuda.h"
 #include "framework/error.h"
-#include "ops/kernels.h"
+#include "ops/foreach.h"
 #include "ops/ops.h"
 
 namespace minidl::amp {
@@ -26,20 +27,6 @@ void check_options(const GradScalerOptions& o) {
   if (o.max_scale) MINIDL_CHECK(std::isfinite(*o.max_scale) && *o.max_scale >= o.init_scale, "GradScaler", "max_scale must be finite and >= init_scale, got ", *o.max_scale);
 }
 }  // namespace
-
-bool unscale_and_check(const std::vector<Tensor>& grads, float inv_scale, std::vector<std::pair<int64_t, int64_t>>* counts) {
-  // One pass per gradient, grouped by (device, dtype) so each group uses one kernel.
-  std::map<std::pair<int, int>, std::vector<size_t>> groups;
-  for (size_t i = 0; i < grads.size(); ++i)
-    groups[{static_cast<int>(grads[i].device().type), static_cast<int>(grads[i].dtype())}].push_back(i);
-  if (counts) counts->assign(grads.size(), {0, 0});
-  bool found = false;
-  for (auto& [key, idx] : groups) {
-    auto fn = kernels::registry().unscale.get(grads[idx[0]].device(), grads[idx[0]].dtype());
-    for (size_t i : idx) found |= fn(grads[i], inv_scale, counts ? &(*counts)[i] : nullptr);
-  }
-  return found;
-}
 
 GradScaler::GradScaler(Device device, GradScalerOptions options) : device_(device), opt_(std::move(options)) {
   check_options(opt_);
@@ -59,7 +46,10 @@ Tensor GradScaler::scale(const Tensor& outputs) {
   MINIDL_CHECK(outputs.defined(), "GradScaler.scale", "outputs is an undefined tensor");
   MINIDL_CHECK(outputs.device() == device_, "GradScaler.scale", "outputs are on ", outputs.device().str(),
                " but the scaler is for ", device_.str());
-  if (!scale_) scale_ = full({}, opt_.init_scale, TensorOptions(DType::F32).device(device_));
+  if (!scale_) {
+    scale_ = full({}, opt_.init_scale, TensorOptions(DType::F32).device(device_));
+    scale_value_ = static_cast<float>(opt_.init_scale);
+  }
   return mul(outputs, *scale_);
 }
 
@@ -80,7 +70,7 @@ void GradScaler::unscale_(const OptimizerHandle& opt) {
     new_iteration_ = false;
   }
   // inv = 1/scale computed in double, rounded to f32 (as PyTorch).
-  const float inv = static_cast<float>(1.0 / scale_->item());
+  const float inv = static_cast<float>(1.0 / scale_value_);
   std::vector<Tensor> grads, owners;
   for (const Tensor& p : opt.params()) {
     Tensor g = p.grad();
@@ -91,18 +81,15 @@ void GradScaler::unscale_(const OptimizerHandle& opt) {
     grads.push_back(g);
     owners.push_back(p);
   }
-  std::vector<std::pair<int64_t, int64_t>> counts;
-  bool found;
-  {
-    NoGradGuard ng;
-    found = unscale_and_check(grads, inv, opt_.diagnostics ? &counts : nullptr);
-    for (const Tensor& g : grads) g.bump_version();
+  // One foreach call: one kernel per (device, dtype) group of gradients.
+  const std::vector<NonFiniteCount> checked = foreach_non_finite_check_and_unscale_(grads, inv, opt_.diagnostics);
+  bool found = false;
+  for (size_t i = 0; i < grads.size(); ++i) {
+    found = found || checked[i].found;
+    if (opt_.diagnostics && checked[i].found)
+      last_nonfinite_.push_back({owners[i].name().empty() ? "param" + std::to_string(i) : owners[i].name(),
+                                 checked[i].inf, checked[i].nan, grads[i].numel()});
   }
-  if (opt_.diagnostics && found)
-    for (size_t i = 0; i < grads.size(); ++i)
-      if (counts[i].first + counts[i].second > 0)
-        last_nonfinite_.push_back({owners[i].name().empty() ? "param" + std::to_string(i) : owners[i].name(),
-                                   counts[i].first, counts[i].second, grads[i].numel()});
   st.found_inf = found;
   // As PyTorch's found_inf_per_device: an inf check is recorded only where a gradient was checked,
   // so an optimizer without any gradient cannot step, and cannot alone feed update().
@@ -127,8 +114,14 @@ StepResult GradScaler::step(const OptimizerHandle& opt) {
   return r;
 }
 
+void GradScaler::set_scale(double value) {
+  NoGradGuard ng;
+  scale_->fill_(value);
+  scale_value_ = static_cast<float>(value);  // what the f32 tensor now holds
+}
+
 void GradScaler::update_scale(bool found_inf) {
-  double s = scale_->item();
+  double s = scale_value_;
   if (found_inf) {
     s *= opt_.backoff_factor;
     if (opt_.min_scale) s = std::max(s, *opt_.min_scale);
@@ -143,8 +136,7 @@ void GradScaler::update_scale(bool found_inf) {
   } else {
     ++growth_tracker_;
   }
-  NoGradGuard ng;
-  scale_->fill_(s);
+  set_scale(s);
 }
 
 void GradScaler::update() {
@@ -165,8 +157,7 @@ void GradScaler::update(double new_scale) {
   if (!opt_.enabled) return;
   check_scale("update");
   MINIDL_CHECK(std::isfinite(new_scale) && new_scale > 0, "GradScaler", "new_scale must be a positive finite number, got ", new_scale);
-  NoGradGuard ng;
-  scale_->fill_(new_scale);  // the growth tracker is kept, as PyTorch
+  set_scale(new_scale);  // the growth tracker is kept, as PyTorch
   per_optimizer_.clear();
   new_iteration_ = true;
 }
@@ -185,7 +176,7 @@ void GradScaler::update(const Tensor& new_scale) {
 
 double GradScaler::get_scale() const {
   if (!opt_.enabled) return 1.0;
-  return scale_ ? scale_->item() : opt_.init_scale;
+  return scale_ ? scale_value_ : opt_.init_scale;
 }
 
 void GradScaler::set_growth_factor(double v) {
@@ -217,10 +208,7 @@ void GradScaler::load_state_dict(const std::map<std::string, double>& state) {
   for (const char* key : {"scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker"})
     MINIDL_CHECK(state.count(key), "GradScaler", "state dict is missing '", key, "'");
   opt_.init_scale = state.at("scale");
-  if (scale_) {
-    NoGradGuard ng;
-    scale_->fill_(opt_.init_scale);
-  }
+  if (scale_) set_scale(opt_.init_scale);
   set_growth_factor(state.at("growth_factor"));
   set_backoff_factor(state.at("backoff_factor"));
   set_growth_interval(static_cast<int64_t>(state.at("growth_interval")));

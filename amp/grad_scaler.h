@@ -118,19 +118,17 @@ class GradScaler {
   };
   void check_scale(const char* fn) const;
   void update_scale(bool found_inf);
+  void set_scale(double value);  // fills scale_ and its host mirror
 
   Device device_;
   GradScalerOptions opt_;
   std::optional<Tensor> scale_;  // lazily created at the first scale(): f32 0-dim on device_
+  double scale_value_ = 0.0;     // host mirror of *scale_ (its f32 value): read without a device sync
   int64_t growth_tracker_ = 0;
   std::unordered_map<const void*, PerOptimizer> per_optimizer_;
   std::vector<NonFiniteGradient> last_nonfinite_;  // kept until the next iteration's first unscale_
   bool new_iteration_ = true;
   int64_t skipped_steps_ = 0;
 };
-
-// One fused pass over a group of gradients of one (device, dtype): multiplies each by inv_scale in
-// place and reports which held inf/NaN. counts (optional) receives {inf, nan} per tensor.
-bool unscale_and_check(const std::vector<Tensor>& grads, float inv_scale, std::vector<std::pair<int64_t, int64_t>>* counts);
 
 }  // namespace minidl::amp

@@ -85,9 +85,52 @@ enum class RandomDist : uint8_t {
 using RandomFn = void (*)(RandomDist dist, const Tensor& out, uint64_t seed, uint64_t offset, double a, double b);
 inline uint64_t random_blocks(int64_t numel) { return static_cast<uint64_t>((numel + 1) / 2); }
 
-// GradScaler's fused pass: g *= inv_scale in place over a contiguous gradient; returns whether any
-// value was inf/NaN. counts (optional) receives the number of infs and NaNs.
-using UnscaleFn = bool (*)(const Tensor& grad, float inv_scale, std::pair<int64_t, int64_t>* counts);
+// ---- foreach families (ops/foreach.cpp; CPU kernels in ops/cpu/foreach_*.cpp, CUDA kernels in
+// ops/cuda/amp.cu and ops/cuda/foreach.cu). One call covers a list of tensors; the op validates
+// that every tensor is contiguous, floating, of the table's (device, dtype), and that the lists
+// of one call have equal lengths and matching shapes. Empty tensors are allowed. Low precision
+// computes in f32 and rounds once per element.
+
+// What unscale-and-check found in one tensor: whether it held inf/NaN, and (when counted) how
+// many infs and NaNs. The incoming (scaled) values are classified.
+struct NonFiniteCount {
+  bool found = false;
+  int64_t inf = 0;
+  int64_t nan = 0;
+};
+// GradScaler's pass: t *= inv_scale in place for every tensor (in the compute type, inv_scale
+// converted to it); out[i] <- what tensor i held. count: also count infs and NaNs (else 0).
+using ForeachUnscaleFn = void (*)(const std::vector<Tensor>& tensors, float inv_scale, bool count,
+                                  std::vector<NonFiniteCount>& out);
+// out[i] <- sum over tensor i of |x|^p, or max |x| when p is infinite (NaN propagates; 0 for an
+// empty tensor), accumulated in f64 (on CUDA: one partial per chunk, summed in order on the host).
+// Not rooted: callers combine tensors, then take the root.
+using ForeachNormFn = void (*)(const std::vector<Tensor>& tensors, double p, std::vector<double>& out);
+// t *= factor in place for every tensor (factor converted to the compute type).
+using ForeachScaleFn = void (*)(const std::vector<Tensor>& tensors, double factor);
+
+// SGD step over lists of parameters, gradients (same dtype) and momentum buffers (empty list when
+// momentum is 0); the update of optim/sgd.h. first_step: the buffers are new (buf = d).
+struct SgdHyper {
+  double lr = 0, momentum = 0, dampening = 0, weight_decay = 0;
+  bool nesterov = false, maximize = false;
+};
+using ForeachSgdFn = void (*)(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                              const std::vector<Tensor>& momentum_buffers, bool first_step, const SgdHyper& h);
+
+// Adam/AdamW step (optim/adam.h's update) over lists of parameters, gradients, first and second
+// moments and (amsgrad only; else an empty list) the running maximum of the second moment.
+// steps[i]: parameter i's step count after this step (its bias corrections, computed in double).
+struct AdamHyper {
+  double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;
+  bool amsgrad = false, maximize = false;
+  bool decoupled = false;  // AdamW: weight decay multiplies the parameter instead of joining the gradient
+};
+struct AdamLists {
+  std::vector<Tensor> params, grads, exp_avg, exp_avg_sq, max_exp_avg_sq;
+  std::vector<int64_t> steps;
+};
+using ForeachAdamFn = void (*)(const AdamLists& lists, const AdamHyper& h);
 
 // ---- convolution (ops/conv.cpp; CPU kernels in ops/cpu/conv.cpp)
 // Geometry of a 2-D convolution, validated by the op: input x [N, C, H, W], weight
@@ -158,7 +201,6 @@ struct Registry {
   KernelTable<IndexAddFn> index_add{"index_add"};
   KernelTable<GatherFn> gather{"gather"};
   KernelTable<ScatterAddFn> scatter_add{"scatter_add"};
-  KernelTable<UnscaleFn> unscale{"non_finite_check_and_unscale"};
   KernelTable<CrossEntropyFn> cross_entropy{"cross_entropy"};
   KernelTable<CrossEntropyBackwardFn> cross_entropy_backward{"cross_entropy_backward"};
   KernelTable<RandomFn> random{"random"};
@@ -172,10 +214,11 @@ struct Registry {
   KernelTable<BatchNormStatsFn> batch_norm_stats{"batch_norm_stats"};
   KernelTable<BatchNormApplyFn> batch_norm_apply{"batch_norm_apply"};
   KernelTable<BatchNormBackwardFn> batch_norm_backward{"batch_norm_backward"};
-  // GradScaler's pass over every gradient of one (device, dtype) group in one launch (contiguous
-  // gradients): g *= inv_scale; returns whether any was inf/NaN; counts (optional) gets (infs, NaNs)
-  // per gradient. CUDA only so far; callers fall back to `unscale` per tensor where it is absent.
-  KernelTable<bool (*)(const std::vector<Tensor>& grads, float inv_scale, std::vector<std::pair<int64_t, int64_t>>* counts)> unscale_many{"non_finite_check_and_unscale"};
+  KernelTable<ForeachUnscaleFn> foreach_unscale{"foreach_non_finite_check_and_unscale_"};
+  KernelTable<ForeachNormFn> foreach_norm{"foreach_norm"};
+  KernelTable<ForeachScaleFn> foreach_scale{"foreach_mul_"};
+  KernelTable<ForeachSgdFn> foreach_sgd{"foreach_sgd_"};
+  KernelTable<ForeachAdamFn> foreach_adam{"foreach_adam_"};
 };
 
 const Registry& registry();
@@ -186,9 +229,12 @@ void register_kernels(Registry& r);
 #ifdef MINIDL_WITH_CUDA
 namespace cuda {
 void register_kernels(Registry& r);
+// Fills the CUDA tables only (no device queries), on any machine with the backend compiled: lets
+// the coverage test list them where no GPU is present. register_kernels calls it when a GPU is
+// available (ops/cuda/register.cu).
+void register_tables(Registry& r);
 }
 #endif
-
 
 // ---- enumeration (tests/test_kernel_coverage.cpp prints and checks every table)
 // Calls fn(family, table) for every table of a Registry, with the member's name as the family (two
@@ -210,7 +256,6 @@ void for_each_table(R& r, Fn&& fn) {
   MINIDL_KERNEL_TABLE(index_add)
   MINIDL_KERNEL_TABLE(gather)
   MINIDL_KERNEL_TABLE(scatter_add)
-  MINIDL_KERNEL_TABLE(unscale)
   MINIDL_KERNEL_TABLE(cross_entropy)
   MINIDL_KERNEL_TABLE(cross_entropy_backward)
   MINIDL_KERNEL_TABLE(random)
@@ -224,17 +269,12 @@ void for_each_table(R& r, Fn&& fn) {
   MINIDL_KERNEL_TABLE(batch_norm_stats)
   MINIDL_KERNEL_TABLE(batch_norm_apply)
   MINIDL_KERNEL_TABLE(batch_norm_backward)
-  MINIDL_KERNEL_TABLE(unscale_many)
+  MINIDL_KERNEL_TABLE(foreach_unscale)
+  MINIDL_KERNEL_TABLE(foreach_norm)
+  MINIDL_KERNEL_TABLE(foreach_scale)
+  MINIDL_KERNEL_TABLE(foreach_sgd)
+  MINIDL_KERNEL_TABLE(foreach_adam)
 #undef MINIDL_KERNEL_TABLE
 }
-
-#ifdef MINIDL_WITH_CUDA
-namespace cuda {
-// Fills the CUDA tables only (no allocator, no device queries), on any machine with the backend
-// compiled: lets the coverage test list them where no GPU is present. register_kernels calls it
-// when a GPU is available.
-void register_tables(Registry& r);
-}
-#endif
 
 }  // namespace minidl::kernels

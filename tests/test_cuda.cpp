@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cmath>
 #include <cstdint>
@@ -25,6 +26,7 @@
 #include "framework/cuda.h"
 #include "minidl.h"
 #include "framework/cuda/caching_allocator.h"
+#include "ops/foreach.h"
 #include "ops/kernels.h"
 #include "targets.h"
 
@@ -796,9 +798,10 @@ TEST_CASE("cuda: fused cross-entropy forward and backward, with ignored rows", "
   }
 }
 
-TEST_CASE("cuda: unscale kernels agree with the CPU scaler, with per-tensor inf/NaN counts", "[cuda][amp]") {
+TEST_CASE("cuda: foreach unscale agrees with the CPU scaler, with per-tensor inf/NaN counts", "[cuda][amp]") {
   MINIDL_REQUIRE_GPU();
   for (DType t : kFloat64) {
+    REQUIRE(R().foreach_unscale.has(kCuda.type, t));
     std::vector<Tensor> host, dev;
     for (int64_t n : {1, 1000, 40000, 70001}) {
       Tensor g = randn_cpu({n}, t, static_cast<uint64_t>(n), 1000.0);
@@ -813,36 +816,32 @@ TEST_CASE("cuda: unscale kernels agree with the CPU scaler, with per-tensor inf/
     // One tensor at a time.
     for (size_t i = 0; i < host.size(); ++i) {
       Tensor h = host[i].clone(), d = dev[i].clone();
-      std::pair<int64_t, int64_t> hc, dc;
-      const bool hf = R().unscale.get(Device::cpu(), t)(h, inv, &hc);
-      const bool df = R().unscale.get(kCuda, t)(d, inv, &dc);
-      CHECK(df == hf);
-      CHECK(dc == hc);
+      const NonFiniteCount hc = foreach_non_finite_check_and_unscale_({h}, inv, true)[0];
+      const NonFiniteCount dc = foreach_non_finite_check_and_unscale_({d}, inv, true)[0];
+      CHECK(dc.found == hc.found);
+      CHECK(dc.inf == hc.inf);
+      CHECK(dc.nan == hc.nan);
       check_equal(d, h, std::string("unscale ") + dtype_name(t));
     }
-    // All at once.
+    // All at once: one launch for the group.
     std::vector<Tensor> hs, ds;
     for (size_t i = 0; i < host.size(); ++i) {
       hs.push_back(host[i].clone());
       ds.push_back(dev[i].clone());
     }
-    std::vector<std::pair<int64_t, int64_t>> counts;
-    if (!kCuda.is_cuda()) continue;
-    REQUIRE(R().unscale_many.has(DeviceType::CUDA, t));
-    const bool found = R().unscale_many.get(kCuda, t)(ds, inv, &counts);
-    CHECK(found);
+    const std::vector<NonFiniteCount> counts = foreach_non_finite_check_and_unscale_(ds, inv, true);
     REQUIRE(counts.size() == 4);
-    CHECK(counts[0] == std::pair<int64_t, int64_t>{0, 0});
-    CHECK(counts[1] == std::pair<int64_t, int64_t>{2, 1});
-    CHECK(counts[2] == std::pair<int64_t, int64_t>{0, 0});
-    CHECK(counts[3] == std::pair<int64_t, int64_t>{0, 1});
-    for (size_t i = 0; i < hs.size(); ++i) {
-      R().unscale.get(Device::cpu(), t)(hs[i], inv, nullptr);
-      check_equal(ds[i], hs[i], std::string("unscale_many ") + dtype_name(t));
+    const std::vector<std::array<int64_t, 3>> want = {{0, 0, 0}, {1, 2, 1}, {0, 0, 0}, {1, 0, 1}};
+    for (size_t i = 0; i < 4; ++i) {
+      CHECK(counts[i].found == (want[i][0] == 1));
+      CHECK(counts[i].inf == want[i][1]);
+      CHECK(counts[i].nan == want[i][2]);
     }
+    foreach_non_finite_check_and_unscale_(hs, inv);
+    for (size_t i = 0; i < hs.size(); ++i) check_equal(ds[i], hs[i], std::string("foreach unscale ") + dtype_name(t));
     // A clean group reports nothing.
-    std::vector<Tensor> clean = {dev[0].clone(), dev[2].clone()};
-    CHECK_FALSE(R().unscale_many.get(kCuda, t)(clean, inv, nullptr));
+    for (const NonFiniteCount& c : foreach_non_finite_check_and_unscale_({dev[0].clone(), dev[2].clone()}, inv))
+      CHECK_FALSE(c.found);
   }
 }
 

@@ -231,6 +231,36 @@ TEST_CASE("diagnostics name the parameters whose gradients overflowed", "[amp][s
   CHECK_THAT(scaler.report(), Catch::Contains("fc1.weight") && Catch::Contains("1 inf, 1 NaN"));
 }
 
+TEST_CASE("unscale_ over gradients of several dtypes keeps each gradient's order, values and report", "[amp][scaler]") {
+  // f32, bf16 and f64 parameters interleaved: unscale_ groups them by dtype, and every gradient
+  // and every diagnostics entry must still belong to its own parameter.
+  Tensor a = param({1.0f, 1.0f}, "a"), c = param({1.0f, 1.0f}, "c");
+  Tensor b = from_vector<float>({1.0f, 1.0f, 1.0f}).to(DType::BF16).requires_grad_();
+  Tensor d = from_vector<double>({1.0, 1.0}).requires_grad_();
+  b.set_name("b");
+  d.set_name("d");
+  TinySGD opt{{a, b, c, d}};
+  amp::GradScaler scaler(amp::GradScalerOptions().init_scale_(8.0).diagnostics_(true));
+  scaler.scale(a.sum());
+  a.set_grad(from_vector<float>({8.0f, 24.0f}));
+  b.set_grad(from_vector<float>({NAN, 16.0f, NAN}).to(DType::BF16));
+  c.set_grad(from_vector<float>({-INFINITY, 40.0f}));
+  d.set_grad(from_vector<double>({4.0, -12.0}));
+  scaler.unscale_(opt);
+  CHECK(a.grad().to_vector<float>() == std::vector<float>{1.0f, 3.0f});
+  CHECK(b.grad().to_vector<float>()[1] == 2.0f);
+  CHECK(c.grad().to_vector<float>()[1] == 5.0f);
+  CHECK(d.grad().to_vector<double>() == std::vector<double>{0.5, -1.5});
+  REQUIRE(scaler.last_nonfinite().size() == 2);
+  CHECK(scaler.last_nonfinite()[0].param == "b");
+  CHECK(scaler.last_nonfinite()[0].nan == 2);
+  CHECK(scaler.last_nonfinite()[0].inf == 0);
+  CHECK(scaler.last_nonfinite()[1].param == "c");
+  CHECK(scaler.last_nonfinite()[1].inf == 1);
+  CHECK(scaler.last_nonfinite()[1].nan == 0);
+  CHECK_FALSE(scaler.step(opt).stepped);
+}
+
 TEST_CASE("fp16 underflow is rescued by scaling", "[amp][scaler]") {
   // A gradient of 1e-8 flushes to zero in f16 (smallest subnormal ~6e-8) but survives scaled.
   Tensor w = param({1.0f}, "w");

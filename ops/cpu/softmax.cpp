@@ -8,6 +8,8 @@
 // than one packet). Blocks run in parallel. f16/bf16 blocks are widened to f32 first, computed,
 // and narrowed back.
 #include <cmath>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <Eigen/Core>
@@ -92,6 +94,24 @@ C row_sum(const C* p, int64_t n) {
   return s;
 }
 
+// p[k] <- exp(p[k]) for inputs <= 0 (shifted logits, log-probabilities): one vectorized exp. Eigen's
+// packet exp clamps its input (f64 below -709.4, f32 below -88.4), so exp(-inf) and deep
+// underflow would come out as a small nonzero number (f64: 5.6e-309) or a wrong subnormal, and
+// whether a packet or std::exp handles an element depends on the buffer's alignment. Those rare
+// inputs, found by a vectorized check first, are redone with std::exp.
+template <class C>
+void exp_nonpositive_in_place(C* p, int64_t n) {
+  constexpr C kPacketLowest = std::is_same_v<C, double> ? C(-708) : C(-87);
+  Vec<C> all(p, n);
+  thread_local std::vector<std::pair<int64_t, C>> rare;
+  rare.clear();
+  if (n > 0 && !(all.minCoeff() > kPacketLowest))
+    for (int64_t k = 0; k < n; ++k)
+      if (!(p[k] > kPacketLowest)) rare.emplace_back(k, p[k]);
+  all = all.exp();
+  for (const auto& [k, v] : rare) p[k] = std::exp(v);
+}
+
 // e[i, :] <- exp(x[i, :] - shift[i]) for the rows of a block; one vectorized exp over all of it.
 template <class C>
 void exp_shifted(C* e, const C* x, const C* shift, int64_t rows, int64_t n) {
@@ -101,8 +121,7 @@ void exp_shifted(C* e, const C* x, const C* shift, int64_t rows, int64_t n) {
     const C* xr = x + i * n;
     for (int64_t j = 0; j < n; ++j) er[j] = xr[j] - sh;
   }
-  Vec<C> all(e, rows * n);
-  all = all.exp();
+  exp_nonpositive_in_place(e, rows * n);
 }
 
 template <class T>
@@ -155,7 +174,8 @@ void softmax_backward_typed(const Tensor& grad_in, const Tensor& grad_out, const
     if (log) {
       // d log_softmax: g - softmax * sum(g), softmax = exp(y)
       e.resize(count);
-      Vec<C>(e.data(), count) = ConstVec<C>(yb, count).exp();
+      Vec<C>(e.data(), count) = ConstVec<C>(yb, count);
+      exp_nonpositive_in_place(e.data(), count);
       for (int64_t i = 0; i < R; ++i) {
         ConstVec<C> g(gb + i * n, n);
         Vec<C>(ib + i * n, n) = g - ConstVec<C>(e.data() + i * n, n) * g.sum();

@@ -11,7 +11,8 @@ void register_elementwise(Registry& r);
 void register_reduce(Registry& r);
 void register_gemm(Registry& r);
 void register_softmax(Registry& r);
-void register_amp(Registry& r);
+void register_foreach_unscale(Registry& r);
+void register_foreach(Registry& r);
 
 void register_tables(Registry& r) {
   register_copy(r);
@@ -19,7 +20,8 @@ void register_tables(Registry& r) {
   register_reduce(r);
   register_gemm(r);
   register_softmax(r);
-  register_amp(r);
+  register_foreach_unscale(r);
+  register_foreach(r);
 }
 
 void register_kernels(Registry& r) {

@@ -1,6 +1,7 @@
-// Internal: the single-pass update harness the optimizers share. A kernel sees one chunk of a
-// parameter as compute-type arrays: the gradient (read-only) and up to four arrays it updates in
-// place (the parameter and its state buffers; null where unused). f32/f64 data is handed over
+// The single-pass update harness of the CPU foreach optimizer kernels (foreach_sgd.cpp,
+// foreach_adam.cpp). A kernel sees one chunk of a parameter as compute-type arrays: the gradient
+// (read-only) and up to four arrays it updates in place (the parameter and its state buffers; null
+// where unused). f32/f64 data is handed over
 // directly; f16/bf16 data is converted block by block to f32 and stored back, so low-precision
 // parameters are computed in f32 and rounded once per step. Large parameters are split across
 // minidl's CPU thread pool (ops/cpu/loops.h); results never depend on the thread count (every
@@ -12,21 +13,16 @@
 #include <type_traits>
 
 #include "framework/half.h"
-#include "ops/tensor.h"
 #include "ops/cpu/loops.h"
 
-namespace minidl::optim::detail {
+namespace minidl::kernels::cpu {
 
-// True when p, its gradient and every defined state tensor are contiguous CPU tensors of p's
-// floating dtype: the fused path applies.
-inline bool fusable(const Tensor& p, const Tensor& g, std::initializer_list<Tensor> states) {
-  auto ok = [&](const Tensor& t) {
-    return t.device().is_cpu() && t.is_contiguous() && t.dtype() == p.dtype() && t.shape() == p.shape();
-  };
-  if (!p.is_floating_point() || !ok(p) || !ok(g)) return false;
-  for (const Tensor& s : states)
-    if (s.defined() && !ok(s)) return false;
-  return true;
+// Calls f(std::true_type) or f(std::false_type): a loop-invariant flag becomes a constant, so each
+// variant of an update loop is branch-free and vectorizes.
+template <class F>
+void with_flag(bool flag, F&& f) {
+  if (flag) f(std::true_type{});
+  else f(std::false_type{});
 }
 
 template <class T, class Kernel>
@@ -62,7 +58,7 @@ void fused_update(int64_t n, const T* grad, std::array<T*, 4> arrays, Kernel&& k
   if (n < (int64_t{1} << 17)) {
     for (int64_t c = 0; c < chunks; ++c) run_chunk(c);
   } else {
-    kernels::cpu::parallel_chunks(chunks, run_chunk);  // minidl's one thread pool
+    parallel_chunks(chunks, run_chunk);  // minidl's one thread pool
   }
 }
 
@@ -71,4 +67,4 @@ T* data_or_null(const Tensor& t) {
   return t.defined() ? static_cast<T*>(t.raw_data()) : nullptr;
 }
 
-}  // namespace minidl::optim::detail
+}  // namespace minidl::kernels::cpu
