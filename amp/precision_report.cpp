@@ -39,22 +39,21 @@ const char* dtype_color(DType t) {
 }
 }  // namespace
 
+// Built from ops (a few passes over the tensor, on its own device), so the report needs no element
+// loop of its own: this is a diagnostic, not a training-step path.
 UnderflowCounts count_underflow(const Tensor& t, DType dtype) {
+  NoGradGuard ng;
   UnderflowCounts c;
-  std::vector<float> v;
-  {
-    NoGradGuard ng;
-    v = t.detach().to_vector<float>();
-  }
-  const double tiny = traits(dtype).min_normal;
-  c.numel = static_cast<int64_t>(v.size());
-  for (float x : v) {
-    if (!std::isfinite(x)) { ++c.nonfinite; continue; }
-    const double a = std::abs(static_cast<double>(x));
-    if (a == 0) ++c.zeros;
-    else if (a < tiny) ++c.subnormals;
-    c.max_abs = std::max(c.max_abs, a);
-  }
+  c.numel = t.numel();
+  if (c.numel == 0) return c;
+  const Tensor x = t.detach().to(DType::F32);
+  const Tensor finite = eq(sub(x, x), 0.0);  // x - x is NaN exactly for inf and NaN
+  const Tensor a = where(finite, abs(x), zeros_like(x));
+  const int64_t finite_count = sum(finite).item_int();
+  c.nonfinite = c.numel - finite_count;
+  c.zeros = sum(mul(finite, eq(a, 0.0))).item_int();
+  c.subnormals = sum(mul(gt(a, 0.0), lt(a, traits(dtype).min_normal))).item_int();
+  c.max_abs = max(a).item();
   return c;
 }
 

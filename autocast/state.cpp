@@ -127,8 +127,9 @@ ThreadState capture_thread_state() {
   return t;
 }
 
-ThreadStateGuard::ThreadStateGuard(const ThreadState& t) : prev_(capture_thread_state()) {
-  State& s = state();
+namespace {
+// Sets this thread's autocast and grad state to t (the nesting depth is the caller's business).
+void apply(State& s, const ThreadState& t) {
   for (int i = 0; i < kNumDeviceTypes; ++i) {
     s.device[i].enabled = t.enabled[i];
     s.device[i].dtype = t.dtype[i];
@@ -136,19 +137,18 @@ ThreadStateGuard::ThreadStateGuard(const ThreadState& t) : prev_(capture_thread_
   s.cache_enabled = t.cache_enabled;
   GradMode::set_enabled(t.grad_enabled);
   s.scopes = t.scope_names;
-  ++s.nesting;
+}
+}  // namespace
+
+ThreadStateGuard::ThreadStateGuard(const ThreadState& t) : prev_(capture_thread_state()) {
+  apply(state(), t);
+  ++state().nesting;
 }
 
 ThreadStateGuard::~ThreadStateGuard() {
   State& s = state();
   leave_region(s);
-  for (int i = 0; i < kNumDeviceTypes; ++i) {
-    s.device[i].enabled = prev_.enabled[i];
-    s.device[i].dtype = prev_.dtype[i];
-  }
-  s.cache_enabled = prev_.cache_enabled;
-  GradMode::set_enabled(prev_.grad_enabled);
-  s.scopes = prev_.scope_names;
+  apply(s, prev_);
 }
 
 }  // namespace minidl::amp

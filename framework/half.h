@@ -14,6 +14,10 @@ namespace minidl {
 using half = Eigen::half;
 using bfloat16 = Eigen::bfloat16;
 
+// The element types a tensor can hold, one per DType (for explicit instantiations).
+#define MINIDL_FOR_EACH_ELEMENT_TYPE(X) \
+  X(float) X(double) X(half) X(bfloat16) X(int64_t) X(int32_t) X(uint8_t) X(bool)
+
 template <class T> struct dtype_of;
 template <> struct dtype_of<float> { static constexpr DType value = DType::F32; };
 template <> struct dtype_of<double> { static constexpr DType value = DType::F64; };

@@ -2,6 +2,7 @@
 // source dtype, which is how fp32 parameters receive fp32 gradients from low-precision compute.
 #include <cmath>
 
+#include "framework/half.h"
 #include "ops/common.h"
 
 namespace minidl {
@@ -47,5 +48,27 @@ Tensor cast(const Tensor& x, DType dtype) {
   }
   return out;
 }
+
+// Host copies of a tensor's values, in the requested element type.
+template <class T>
+std::vector<T> Tensor::to_vector() const {
+  Tensor c = cast(*this, dtype_of<T>::value).to(Device::cpu()).contiguous();
+  const T* p = c.data_ptr<T>();
+  return std::vector<T>(p, p + c.numel());
+}
+
+double Tensor::item() const {
+  MINIDL_CHECK(numel() == 1, "item", "a Tensor with ", numel(), " elements cannot be converted to a scalar");
+  return to_vector<double>()[0];
+}
+
+int64_t Tensor::item_int() const {
+  MINIDL_CHECK(numel() == 1, "item", "a Tensor with ", numel(), " elements cannot be converted to a scalar");
+  return to_vector<int64_t>()[0];
+}
+
+#define MINIDL_INSTANTIATE(T) template std::vector<T> Tensor::to_vector<T>() const;
+MINIDL_FOR_EACH_ELEMENT_TYPE(MINIDL_INSTANTIATE)
+#undef MINIDL_INSTANTIATE
 
 }  // namespace minidl

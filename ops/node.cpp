@@ -203,3 +203,21 @@ std::shared_ptr<FunctionNode> record(const char* op_name, const TensorList& inpu
 void set_node_observer(NodeObserver observer, void* ctx) { t_observer = {observer, ctx}; }
 
 }  // namespace minidl::autograd
+
+namespace minidl {
+
+// Tensor's graph methods live with the graph.
+void Tensor::retain_grad() {
+  if (is_leaf()) return;  // leaves keep .grad anyway
+  if (impl()->retains_grad) return;
+  impl()->retains_grad = true;
+  impl()->grad_fn->retained.emplace_back(impl()->output_nr, impl_ptr());
+}
+
+void Tensor::register_hook(GradHook hook) {
+  MINIDL_CHECK(requires_grad(), "register_hook", "cannot register a hook on a tensor that doesn't require gradient");
+  if (is_leaf()) impl()->hooks.push_back(std::move(hook));
+  else impl()->grad_fn->pre_hooks.emplace_back(impl()->output_nr, std::move(hook));
+}
+
+}  // namespace minidl

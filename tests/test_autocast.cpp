@@ -340,3 +340,20 @@ TEST_CASE("precision report measures every node and parameter gradient underflow
   CHECK_THAT(table.str(), Catch::Contains("fc1") && Catch::Contains("lower_precision") && Catch::Contains("fc2.weight"));
   CHECK_THAT(dot.str(), Catch::StartsWith("digraph") && Catch::Contains("->"));
 }
+
+TEST_CASE("count_underflow counts zeros, subnormals and non-finite values in the compute dtype", "[amp][report]") {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  // f16's smallest normal is 2^-14 (6.1e-5): 1e-6 and -3e-5 are subnormal there, 1e-3 is not.
+  Tensor t = from_vector<float>({0.0f, -0.0f, 1e-6f, -3e-5f, 1e-3f, -250.0f, inf, nan, -inf, 2.0f});
+  amp::UnderflowCounts c = amp::count_underflow(t, DType::F16);
+  CHECK(c.numel == 10);
+  CHECK(c.zeros == 2);
+  CHECK(c.subnormals == 2);
+  CHECK(c.nonfinite == 3);
+  CHECK(c.max_abs == 250.0);
+  // In f32 the same values hold no subnormal.
+  CHECK(amp::count_underflow(t, DType::F32).subnormals == 0);
+  amp::UnderflowCounts e = amp::count_underflow(zeros({0}), DType::F16);
+  CHECK(e.numel == 0);
+  CHECK(e.max_abs == 0.0);
+}

@@ -1,0 +1,72 @@
+// Tensor factories beyond empty() (ops/tensor.cpp): filled, ranged and copied-in tensors.
+#include <cmath>
+#include <cstring>
+
+#include "framework/half.h"
+#include "ops/common.h"
+
+namespace minidl {
+
+Tensor full(const Shape& shape, double value, TensorOptions opts) {
+  bool rg = opts.requires_grad_;
+  Tensor t = empty(shape, opts.requires_grad(false));
+  t.fill_(value);
+  if (rg) t.requires_grad_(true);
+  return t;
+}
+Tensor zeros(const Shape& shape, TensorOptions opts) { return full(shape, 0.0, opts); }
+Tensor ones(const Shape& shape, TensorOptions opts) { return full(shape, 1.0, opts); }
+Tensor scalar_tensor(double value, TensorOptions opts) { return full({}, value, opts); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), TensorOptions(t.dtype()).device(t.device())); }
+Tensor ones_like(const Tensor& t) { return ones(t.shape(), TensorOptions(t.dtype()).device(t.device())); }
+Tensor empty_like(const Tensor& t) { return empty(t.shape(), TensorOptions(t.dtype()).device(t.device())); }
+Tensor full_like(const Tensor& t, double v) { return full(t.shape(), v, TensorOptions(t.dtype()).device(t.device())); }
+
+Tensor arange(double start, double end, double step, TensorOptions opts) {
+  MINIDL_CHECK(step != 0, "arange", "step must be nonzero");
+  // The default dtype is i64: fractional values would silently truncate (arange(0, 1, 0.25) -> 0s).
+  MINIDL_CHECK(is_floating(opts.dtype_) || (std::trunc(start) == start && std::trunc(step) == step), "arange",
+               "start ", start, " and step ", step, " are not integers but the dtype is ", dtype_name(opts.dtype_),
+               "; pass a floating dtype (e.g. arange(", start, ", ", end, ", ", step, ", DType::F32))");
+  MINIDL_CHECK((end - start) / step >= 0, "arange", "upper bound and step are inconsistent (start ", start,
+               ", end ", end, ", step ", step, ")");
+  int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
+  std::vector<double> v(n);
+  for (int64_t k = 0; k < n; ++k) v[k] = start + k * step;
+  return cast(from_vector(v, {n}), opts.dtype_).to(opts.device_);
+}
+
+Tensor from_blob(const void* data, const Shape& shape, DType dtype, TensorOptions opts) {
+  Tensor t = empty(shape, TensorOptions(dtype));
+  if (t.nbytes()) std::memcpy(t.raw_data(), data, t.nbytes());
+  if (opts.device_ != Device::cpu()) t = t.to(opts.device_);
+  if (opts.requires_grad_) t.requires_grad_(true);
+  return t;
+}
+
+template <class T>
+Tensor from_vector(const std::vector<T>& values, const Shape& shape, TensorOptions opts) {
+  MINIDL_CHECK(static_cast<int64_t>(values.size()) == numel_of(shape), "from_vector", "got ", values.size(),
+               " values for shape ", shape_str(shape), " (", numel_of(shape), " elements)");
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<uint8_t> bytes(values.begin(), values.end());
+    return from_blob(bytes.data(), shape, DType::Bool, TensorOptions(DType::Bool)).to(opts.dtype_).to(opts.device_).requires_grad_(opts.requires_grad_);
+  } else {
+    Tensor t = from_blob(values.data(), shape, dtype_of<T>::value);
+    if (opts.dtype_ != t.dtype()) t = cast(t, opts.dtype_);
+    if (opts.device_ != t.device()) t = t.to(opts.device_);
+    if (opts.requires_grad_) t.requires_grad_(true);
+    return t;
+  }
+}
+template <class T>
+Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
+  return from_vector(values, shape, TensorOptions(dtype_of<T>::value));
+}
+#define MINIDL_INSTANTIATE(T)                                                         \
+  template Tensor from_vector<T>(const std::vector<T>&, const Shape&, TensorOptions); \
+  template Tensor from_vector<T>(const std::vector<T>&, const Shape&);
+MINIDL_FOR_EACH_ELEMENT_TYPE(MINIDL_INSTANTIATE)
+#undef MINIDL_INSTANTIATE
+
+}  // namespace minidl
