@@ -134,19 +134,22 @@ struct Descriptors {
 
 enum class Pass : int { Forward, Data, Filter };
 
-// The algorithm cuDNN's heuristics rank first among those usable here: status success, and for
-// f32/f64 plain FMA math (no TF32 conversion).
+// The algorithm cuDNN's heuristics rank first among those usable here (status success) and the
+// math type to run it with: the one cuDNN reports for f16/bf16 (tensor ops allowed); for f32/f64
+// always CUDNN_FMA_MATH (CUDNN_DEFAULT_MATH would permit TF32 on Ampere and later), skipping
+// algorithms that exist only as tensor-op kernels.
 struct Choice {
   int algo = 0;
-  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  cudnnMathType_t math = CUDNN_FMA_MATH;
 };
 
 template <class Perf>
 Choice first_usable(const Perf* perf, int n, DType t, const char* what) {
   for (int i = 0; i < n; ++i) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-    if (!is_low_precision(t) && perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
-    return {static_cast<int>(perf[i].algo), perf[i].mathType};
+    if (is_low_precision(t)) return {static_cast<int>(perf[i].algo), perf[i].mathType};
+    if (perf[i].mathType == CUDNN_TENSOR_OP_MATH || perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
+    return {static_cast<int>(perf[i].algo), CUDNN_FMA_MATH};
   }
   MINIDL_FAIL(what, "cuDNN offers no algorithm for this convolution (", dtype_name(t), ")");
 }
