@@ -3,8 +3,9 @@
 # git-ignored folder gpu-bundle/, so the device call only runs binaries (no build on the GPU
 # machine, whose time is scarce). Run from anywhere; ~5 minutes with a warm ccache.
 #
-#   gpu-bundle/bin/   test_cuda, test_cuda_cnn, test_kernel_coverage, minidl-train (sm_90, stripped)
-#   gpu-bundle/lib/   the non-CUDA shared libraries they load (libstdc++, libgcc_s, libgomp, libz):
+#   gpu-bundle/bin.tar.xz   bin/ and lib/, packed:
+#     bin/   test_cuda, test_cuda_cnn, test_kernel_coverage, minidl-train (sm_90, stripped)
+#     lib/   the non-CUDA shared libraries they load (libstdc++, libgcc_s, libgomp, libz):
 #                     the GPU machine may have older or none. The CUDA libraries (cudart, cuBLAS,
 #                     cuBLASLt, cuDNN: ~1 GB) are NOT bundled; run.sh finds them there (toolkit or
 #                     PyTorch's nvidia-* wheels) and reports any that are missing.
@@ -62,10 +63,6 @@ cp -L data/fashion-mnist/*-ubyte.gz "$BUNDLE/data/fashion-mnist/"
   for b in "$BUNDLE"/bin/*; do echo "== ldd $(basename "$b")"; ldd "$b"; done
 } >"$BUNDLE/MANIFEST"
 
-bytes=$(du -sb "$BUNDLE" | cut -f1)
-echo "gpu-bundle: $((bytes / 1048576)) MiB ($bytes bytes)"
-[ "$bytes" -lt $((64 * 1048576)) ] || die "gpu-bundle is $bytes bytes, over the 64 MiB a device call carries"
-
 # The bundled binaries must start here and get as far as looking for a GPU.
 export LD_LIBRARY_PATH="$BUNDLE/lib:${LD_LIBRARY_PATH:-}"
 "$BUNDLE/bin/test_kernel_coverage" >/dev/null || die "bundled test_kernel_coverage fails here"
@@ -80,4 +77,11 @@ if [ $rc -eq 2 ] && echo "$out" | grep -q "no usable CUDA GPU"; then
 elif [ $rc -ne 0 ]; then
   die "bundled minidl-train failed (exit $rc): $out"
 fi
+# Binaries and libraries travel as one xz archive (~5x smaller; the data is already gzip'd);
+# run.sh unpacks it.
+tar -C "$BUNDLE" -cf - bin lib | xz -T2 -6 >"$BUNDLE/bin.tar.xz"
+rm -rf "$BUNDLE/bin" "$BUNDLE/lib"
+bytes=$(du -sb "$BUNDLE" | cut -f1)
+echo "gpu-bundle: $((bytes / 1048576)) MiB ($bytes bytes)"
+[ "$bytes" -lt $((64 * 1048576)) ] || die "gpu-bundle is $bytes bytes, over the 64 MiB a device call carries"
 echo "gpu-bundle ready: run(command=\"bench/gpu/run.sh\", carry=[\"gpu-bundle\"], timeout_s=420)"

@@ -24,6 +24,7 @@ OUT="${OUT:-$ROOT/out/gpu}"
 mkdir -p "$OUT"
 BUNDLE="$ROOT/gpu-bundle"
 BIN="$BUNDLE/bin"
+LIBDIR="$BUNDLE/lib"
 T0=$(date +%s)
 STAGES=()
 
@@ -39,15 +40,21 @@ stage() {
   echo "== $name: exit $rc after $(($(date +%s) - t))s" | tee -a "$OUT/$name.log"
 }
 
+if [ -f "$BUNDLE/bin.tar.xz" ]; then
+  UNPACKED="${TMPDIR:-/tmp}/minidl-gpu-bundle"
+  rm -rf "$UNPACKED" && mkdir -p "$UNPACKED" && tar -C "$UNPACKED" -xJf "$BUNDLE/bin.tar.xz"
+  BIN="$UNPACKED/bin"
+  LIBDIR="$UNPACKED/lib"
+fi
 if [ ! -x "$BIN/test_cuda" ]; then
-  echo "no gpu-bundle/: run bench/gpu/prepare.sh on the CPU machine and carry gpu-bundle" | tee "$OUT/summary.md"
+  echo "no gpu-bundle/bin.tar.xz: run bench/gpu/prepare.sh on the CPU machine and carry gpu-bundle" | tee "$OUT/summary.md"
   exit 1
 fi
 
 # ---------------------------------------------------------------- environment and libraries
 # The bundle's own libstdc++/libgomp/libz first; the CUDA libraries from the toolkit or, failing
 # that, from PyTorch's nvidia-* wheels.
-LIBS="$BUNDLE/lib"
+LIBS="$LIBDIR"
 for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
   [ -d "$d" ] && LIBS="$LIBS:$d"
 done
