@@ -28,6 +28,7 @@
 #include "framework/cuda/caching_allocator.h"
 #include "ops/foreach.h"
 #include "ops/kernels.h"
+#include "cuda_checks.h"
 #include "targets.h"
 
 using namespace minidl;
@@ -291,79 +292,7 @@ TEST_CASE("cuda: format_bytes", "[cuda]") {
 
 // ================================================================ device checks (skip without GPU)
 
-namespace {
-// MINIDL_CUDA_TESTS_ON_CPU=1 runs the device half with the CPU standing in for the GPU: the
-// comparisons become trivial, but every threshold, count and training target below is exercised,
-// so a machine without a GPU checks the harness itself before device time is spent on it.
-bool cpu_stand_in() {
-  static const bool v = [] {
-    const char* e = std::getenv("MINIDL_CUDA_TESTS_ON_CPU");
-    return e != nullptr && e[0] == '1';
-  }();
-  return v;
-}
-
-// Without a GPU (and no CPU stand-in) the test returns, reported as skipped (a failure under
-// MINIDL_EXPECT_GPU=1, tests/targets.h).
-#define MINIDL_REQUIRE_GPU()                                                                       \
-  do {                                                                                             \
-    if (!cpu_stand_in() && !testing::runs_here(DeviceType::CUDA, Catch::getResultCapture().getCurrentTestName())) \
-      return;                                                                                      \
-  } while (0)
-
-// The device under test.
-const Device kCuda = cpu_stand_in() ? Device::cpu() : Device::cuda(0);
-// What autocast picks by default there.
-const DType kAmpDType = kCuda.is_cuda() ? DType::F16 : DType::BF16;
-const std::vector<DType> kFloat = {DType::F32, DType::F16, DType::BF16};
-const std::vector<DType> kFloat64 = {DType::F32, DType::F64, DType::F16, DType::BF16};
-
-double eps_of(DType t) { return traits(t).eps; }
-
-Tensor randn_cpu(const Shape& shape, DType dt, uint64_t seed, double scale = 1.0) {
-  Generator g(seed);
-  Tensor x = randn(shape, {}, &g);
-  if (scale != 1.0) x = mul(x, scale);
-  return cast(x, dt);
-}
-
-// |got - want| <= atol + rtol * |want| everywhere (NaN matches NaN, inf matches the same inf).
-void check_close(const Tensor& got, const Tensor& want, double rtol, double atol, const std::string& what) {
-  INFO(what << ": got " << got.meta_str() << ", want " << want.meta_str());
-  REQUIRE(got.shape() == want.shape());
-  const std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
-  double worst = 0;
-  int64_t at = -1;
-  for (size_t i = 0; i < g.size(); ++i) {
-    if (std::isnan(w[i]) || std::isnan(g[i])) {
-      if (std::isnan(w[i]) != std::isnan(g[i])) { worst = INFINITY; at = static_cast<int64_t>(i); break; }
-      continue;
-    }
-    if (std::isinf(w[i]) || std::isinf(g[i])) {
-      if (g[i] != w[i]) { worst = INFINITY; at = static_cast<int64_t>(i); break; }
-      continue;
-    }
-    const double excess = std::fabs(g[i] - w[i]) / (atol + rtol * std::fabs(w[i]));
-    if (excess > worst) { worst = excess; at = static_cast<int64_t>(i); }
-  }
-  if (at >= 0) INFO("worst element " << at << ": got " << g[at] << ", want " << w[at] << " (" << worst << "x the tolerance)");
-  CHECK(worst <= 1.0);
-}
-
-void check_equal(const Tensor& got, const Tensor& want, const std::string& what) { check_close(got, want, 0, 0, what); }
-
-// Element-wise tolerance: both sides compute in f32 (f64) and round once into the dtype; the f32
-// math libraries differ by a few ulp.
-double ew_rtol(DType t) { return is_low_precision(t) ? 2 * eps_of(t) : 16 * eps_of(t); }
-
-const kernels::Registry& R() { return kernels::registry(); }
-
-// Fresh leaves that require grad, never sharing storage with t (also when the CPU stands in).
-Tensor leaf_on_cpu(const Tensor& t) { return t.detach().clone().requires_grad_(); }
-Tensor leaf_on_device(const Tensor& t) {
-  return (kCuda.is_cuda() ? t.detach().to(kCuda) : t.detach().clone()).requires_grad_();
-}
-}  // namespace
+using namespace minidl::cuda_test;
 
 TEST_CASE("cuda: device properties, streams and memory statistics", "[cuda]") {
   if (!cuda::is_available()) {

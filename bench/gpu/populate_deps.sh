@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Fills the git-ignored folder .deps/ with what bench/gpu/run.sh needs on the GPU machine, which
+# Fills the git-ignored folder .deps/ with what bench/gpu/build_and_bench.sh needs on the GPU machine, which
 # has nvcc, CMake, ninja, g++ and PyTorch but no Eigen, Catch2, zlib headers or data, and cannot
 # download anything. Run it here (a machine with libeigen3-dev, catch2, zlib1g-dev and the data
 # prepared by scripts/setup_data.sh), from the repo root; ~42 MB, under the 64 MiB a device call
-# may carry. Then: run(command="bench/gpu/run.sh", carry=[".deps"], timeout_s=540).
+# may carry. Then: run(command="bench/gpu/build_and_bench.sh", carry=[".deps"], timeout_s=540).
 #   .deps/include/{eigen3,catch2,zlib.h,zconf.h}   headers
 #   .deps/share/eigen3/cmake, .deps/lib/cmake/Catch2   their CMake package files (relocatable)
 #   .deps/fashion-mnist/*.gz                         the data set (real files, not links)

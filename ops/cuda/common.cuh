@@ -207,4 +207,65 @@ void copy_on_device(const Tensor& dst, const Tensor& src);
 // A contiguous copy of x on its device (x itself when already contiguous).
 Tensor contiguous_on_device(const Tensor& x);
 
+// ---- scatter-style accumulation (pool backward, index_add, scatter_add)
+
+// The type a scatter kernel accumulates T in with atomics: f32 for f16/bf16 (rounded into T once,
+// at the end, as the CPU kernels accumulate in f32), T itself otherwise.
+template <class T>
+using atomic_acc_t = std::conditional_t<is_low_v<T>, float, T>;
+
+// *p += v atomically, for every accumulation type: native atomics for f32/f64/i32/i64; u8 and
+// bool through the aligned 32-bit word that holds the byte (bool adds as "or", as the CPU kernels).
+template <class A>
+__device__ __forceinline__ void atomic_accumulate(A* p, A v) {
+  if constexpr (std::is_same_v<A, float> || std::is_same_v<A, double> || std::is_same_v<A, int32_t>) {
+    atomicAdd(p, v);
+  } else if constexpr (std::is_same_v<A, int64_t>) {
+    atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));  // two's complement
+  } else {
+    static_assert(std::is_same_v<A, uint8_t> || std::is_same_v<A, bool>, "no atomic accumulation for this type");
+    const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+    unsigned* word = reinterpret_cast<unsigned*>(addr & ~uintptr_t{3});
+    const unsigned shift = static_cast<unsigned>(addr & 3) * 8;
+    if constexpr (std::is_same_v<A, bool>) {
+      if (v) atomicOr(word, 1u << shift);
+    } else {
+      unsigned old = *word, assumed;
+      do {
+        assumed = old;
+        const unsigned byte = ((assumed >> shift) + static_cast<unsigned>(v)) & 0xFFu;
+        old = atomicCAS(word, assumed, (assumed & ~(0xFFu << shift)) | (byte << shift));
+      } while (old != assumed);
+    }
+  }
+}
+
+// Host side of a scatter kernel writing into `out` (storage type T): target() is the tensor the
+// kernel accumulates into with atomic_accumulate. For f16/bf16 it is a contiguous f32 copy of out
+// (or f32 zeros), rounded back into out by finish(); for every other type it is out itself
+// (zeroed first when asked).
+template <class T>
+class AtomicAccumulator {
+ public:
+  using Acc = atomic_acc_t<T>;
+  AtomicAccumulator(const Tensor& out, bool start_from_zero) : out_(out) {
+    if constexpr (std::is_same_v<Acc, T>) {
+      target_ = out;
+      if (start_from_zero) registry().fill.get(out.device(), out.dtype())(out, 0.0);
+    } else {
+      target_ = scratch(out.shape(), DType::F32, out);
+      if (start_from_zero) registry().fill.get(out.device(), DType::F32)(target_, 0.0);
+      else copy_on_device(target_, out);
+    }
+  }
+  const Tensor& target() const { return target_; }
+  Acc* data() const { return static_cast<Acc*>(target_.raw_data()); }
+  void finish() {
+    if constexpr (!std::is_same_v<Acc, T>) copy_on_device(out_, target_);
+  }
+
+ private:
+  Tensor out_, target_;
+};
+
 }  // namespace minidl::kernels::cuda

@@ -276,8 +276,10 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& indices, const Tensor&
 }
 }  // namespace
 
+// Bool is registered as on the CPU, where its kernel refuses bool input the same way (the ops cast
+// bool tensors to i64 before reducing them).
 void register_reduce(Registry& r) {
-  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64, DType::I32, DType::U8})
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64, DType::I32, DType::U8, DType::Bool})
     r.reduce.set(DeviceType::CUDA, t, reduce);
 }
 

@@ -13,6 +13,11 @@ void register_gemm(Registry& r);
 void register_softmax(Registry& r);
 void register_foreach_unscale(Registry& r);
 void register_foreach(Registry& r);
+void register_index(Registry& r);
+void register_random(Registry& r);
+void register_conv(Registry& r);
+void register_pool(Registry& r);
+void register_batch_norm(Registry& r);
 
 void register_tables(Registry& r) {
   register_copy(r);
@@ -22,6 +27,11 @@ void register_tables(Registry& r) {
   register_softmax(r);
   register_foreach_unscale(r);
   register_foreach(r);
+  register_index(r);
+  register_random(r);
+  register_conv(r);
+  register_pool(r);
+  register_batch_norm(r);
 }
 
 void register_kernels(Registry& r) {

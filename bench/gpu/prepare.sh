@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# bench/gpu/prepare.sh: builds, on this (CPU-only) machine, everything the GPU check needs into the
+# git-ignored folder gpu-bundle/, so the device call only runs binaries (no build on the GPU
+# machine, whose time is scarce). Run from anywhere; ~5 minutes with a warm ccache.
+#
+#   gpu-bundle/bin.tar.xz   bin/ and lib/, packed:
+#     bin/   test_cuda, test_cuda_cnn, test_kernel_coverage, minidl-train (sm_90, stripped)
+#     lib/   the non-CUDA shared libraries they load (libstdc++, libgcc_s, libgomp, libz):
+#                     the GPU machine may have older or none. The CUDA libraries (cudart, cuBLAS,
+#                     cuBLASLt, cuDNN: ~1 GB) are NOT bundled; run.sh finds them there (toolkit or
+#                     PyTorch's nvidia-* wheels) and reports any that are missing.
+#   gpu-bundle/data/fashion-mnist/   the 4 Fashion-MNIST files (real files, not links)
+#   gpu-bundle/MANIFEST              git commit, build flags, sizes, ldd of every binary
+#
+# Then: run(command="bench/gpu/run.sh", carry=["gpu-bundle"], timeout_s=420). The bundle must stay
+# under the 64 MiB a device call carries; this script fails when it does not.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$ROOT"
+BUILD="$ROOT/build-gpu-bundle"
+BUNDLE="$ROOT/gpu-bundle"
+TARGETS=(test_cuda test_cuda_cnn test_kernel_coverage minidl-train)
+
+die() { echo "prepare.sh: $*" >&2; exit 1; }
+
+# shellcheck disable=SC1091
+source scripts/bootstrap.sh >/dev/null 2>&1 || true
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-/work}" CCACHE_DIR="${CCACHE_DIR:-/work/.ccache}"
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+
+# Portable across x86-64 CPUs: the GPU machine's CPU is not this one (no -march=native).
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMINIDL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DMINIDL_NATIVE=OFF \
+  "${launcher[@]}" >/dev/null
+cmake --build "$BUILD" -j"${JOBS:-2}" --target "${TARGETS[@]}"
+
+rm -rf "$BUNDLE"
+mkdir -p "$BUNDLE/bin" "$BUNDLE/lib" "$BUNDLE/data/fashion-mnist"
+for t in "${TARGETS[@]}"; do
+  f=$(find "$BUILD" -name "$t" -type f -perm -u+x | head -1)
+  [ -n "$f" ] || die "built binary $t not found under $BUILD"
+  strip -o "$BUNDLE/bin/$t" "$f"
+done
+
+# Shared libraries outside the CUDA toolkit and the C library itself.
+for lib in $(ldd "$BUNDLE"/bin/* | awk '/=>/ {print $3}' | sort -u); do
+  case "$(basename "$lib")" in
+    libstdc++.so.*|libgcc_s.so.*|libgomp.so.*|libz.so.*) cp -L "$lib" "$BUNDLE/lib/" ;;
+  esac
+done
+
+# Fashion-MNIST: data/fashion-mnist/ as scripts/setup_data.sh prepares it.
+if ! ls data/fashion-mnist/*-ubyte.gz >/dev/null 2>&1; then
+  echo "prepare.sh: data/fashion-mnist/ is missing; running scripts/setup_data.sh" >&2
+  bash scripts/setup_data.sh || die "no Fashion-MNIST data (scripts/setup_data.sh failed)"
+fi
+cp -L data/fashion-mnist/*-ubyte.gz "$BUNDLE/data/fashion-mnist/"
+
+{
+  echo "commit $(git rev-parse HEAD)$(git diff --quiet || echo ' (dirty)')"
+  echo "built $(date -u) on $(uname -n): CMAKE_CUDA_ARCHITECTURES=90 MINIDL_NATIVE=OFF Release"
+  du -ab "$BUNDLE" | sort -k2
+  for b in "$BUNDLE"/bin/*; do echo "== ldd $(basename "$b")"; ldd "$b"; done
+} >"$BUNDLE/MANIFEST"
+
+# The bundled binaries must start here and get as far as looking for a GPU.
+export LD_LIBRARY_PATH="$BUNDLE/lib:${LD_LIBRARY_PATH:-}"
+"$BUNDLE/bin/test_kernel_coverage" >/dev/null || die "bundled test_kernel_coverage fails here"
+out=$("$BUNDLE/bin/test_cuda_cnn" 2>&1 || true)
+echo "$out" | grep -q "no device is available\|All tests passed" || die "bundled test_cuda_cnn did not reach the GPU check: $out"
+set +e
+out=$("$BUNDLE/bin/minidl-train" --device cuda --model lenet --data "$BUNDLE/data/fashion-mnist" --epochs 1 2>&1)
+rc=$?
+set -e
+if [ $rc -eq 2 ] && echo "$out" | grep -q "no usable CUDA GPU"; then
+  echo "bundled minidl-train starts and refuses --device cuda without a GPU, as it should"
+elif [ $rc -ne 0 ]; then
+  die "bundled minidl-train failed (exit $rc): $out"
+fi
+# Binaries and libraries travel as one xz archive (~5x smaller; the data is already gzip'd);
+# run.sh unpacks it.
+tar -C "$BUNDLE" -cf - bin lib | xz -T2 -6 >"$BUNDLE/bin.tar.xz"
+rm -rf "$BUNDLE/bin" "$BUNDLE/lib"
+bytes=$(du -sb "$BUNDLE" | cut -f1)
+echo "gpu-bundle: $((bytes / 1048576)) MiB ($bytes bytes)"
+[ "$bytes" -lt $((64 * 1048576)) ] || die "gpu-bundle is $bytes bytes, over the 64 MiB a device call carries"
+echo "gpu-bundle ready: run(command=\"bench/gpu/run.sh\", carry=[\"gpu-bundle\"], timeout_s=420)"

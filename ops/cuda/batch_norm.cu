@@ -1,0 +1,169 @@
+// CUDA batch norm kernels over contiguous x viewed as [N, C, S], with the CPU kernels' contracts
+// (ops/kernels.h, ops/cpu/batch_norm.cpp): per-channel statistics, the per-channel affine apply and
+// the backward. Per-channel vectors are in the compute dtype (f32 for f16/bf16/f32 input, f64 for
+// f64); the channel sums are accumulated in f64, shifted by the channel's first value as the CPU
+// does (no cancellation when |mean| >> std). One block per channel for the sums (simple; a
+// multi-block split per channel is the next step if profiling on the GPU shows it matters), one
+// thread per element for the element-wise passes.
+#include <cmath>
+
+#include "ops/cuda/block_reduce.cuh"
+#include "ops/cuda/common.cuh"
+
+namespace minidl::kernels::cuda {
+
+namespace {
+
+struct Layout {
+  int64_t N, C, S;
+  explicit Layout(const Tensor& x) : N(x.size(0)), C(x.size(1)), S(x.numel() / std::max<int64_t>(1, x.size(0) * x.size(1))) {}
+  int64_t M() const { return N * S; }
+};
+
+// Element m of channel c (m in [0, N*S)).
+__device__ __forceinline__ int64_t channel_offset(int64_t c, int64_t m, int64_t C, int64_t S) {
+  return ((m / S) * C + c) * S + m % S;
+}
+
+// One block per channel: mean and biased variance.
+template <class T>
+__global__ void stats_kernel(compute_t<T>* mean, compute_t<T>* var, const T* x, int64_t C, int64_t S, int64_t M) {
+  using Cp = compute_t<T>;
+  const int64_t c = blockIdx.x;
+  const double k = M > 0 ? static_cast<double>(load(x[c * S])) : 0.0;
+  double s1 = 0, s2 = 0;
+  for (int64_t m = threadIdx.x; m < M; m += blockDim.x) {
+    const double d = static_cast<double>(load(x[channel_offset(c, m, C, S)])) - k;
+    s1 += d;
+    s2 += d * d;
+  }
+  s1 = group_sum<kThreads>(s1);
+  s2 = group_sum<kThreads>(s2);
+  if (threadIdx.x == 0) {
+    const double m1 = s1 / static_cast<double>(M);
+    mean[c] = static_cast<Cp>(k + m1);
+    var[c] = static_cast<Cp>(fmax(0.0, s2 / static_cast<double>(M) - m1 * m1));
+  }
+}
+
+template <class T>
+__global__ void apply_kernel(T* y, const T* x, const compute_t<T>* scale, const compute_t<T>* shift, int64_t C, int64_t S,
+                             int64_t total) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t c = (i / S) % C;
+    y[i] = convert<T>(load(x[i]) * scale[c] + shift[c]);
+  }
+}
+
+// gx = a[c] * gy + b[c] * x + d[c]: the three per-channel coefficients, stored as coef[0..3][c].
+// One block per channel: sum_dy, sum_dy_xhat and the coefficients.
+template <class T>
+__global__ void backward_sums_kernel(compute_t<T>* sum_dy, compute_t<T>* sum_dy_xhat, compute_t<T>* coef, const T* gy,
+                                     const T* x, const compute_t<T>* mean, const compute_t<T>* invstd,
+                                     const compute_t<T>* scale, int64_t C, int64_t S, int64_t M, bool training) {
+  using Cp = compute_t<T>;
+  const int64_t c = blockIdx.x;
+  const double mc = mean[c];
+  double s1 = 0, s2 = 0;
+  for (int64_t m = threadIdx.x; m < M; m += blockDim.x) {
+    const int64_t o = channel_offset(c, m, C, S);
+    const double g = load(gy[o]);
+    s1 += g;
+    s2 += g * (static_cast<double>(load(x[o])) - mc);
+  }
+  s1 = group_sum<kThreads>(s1);
+  s2 = group_sum<kThreads>(s2);
+  if (threadIdx.x != 0) return;
+  const Cp sdy = static_cast<Cp>(s1), sdx = static_cast<Cp>(s2 * invstd[c]);
+  sum_dy[c] = sdy;
+  sum_dy_xhat[c] = sdx;
+  if (coef == nullptr) return;
+  coef[c] = scale[c];
+  if (training) {
+    const double Md = static_cast<double>(M);
+    const double kk = static_cast<double>(scale[c]) * invstd[c] * sdx / Md;
+    coef[C + c] = static_cast<Cp>(-kk);
+    coef[2 * C + c] = static_cast<Cp>(-static_cast<double>(scale[c]) * sdy / Md + mc * kk);
+  } else {
+    coef[C + c] = 0;
+    coef[2 * C + c] = 0;
+  }
+}
+
+template <class T>
+__global__ void backward_apply_kernel(T* gx, const T* gy, const T* x, const compute_t<T>* coef, int64_t C, int64_t S,
+                                      int64_t total) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t c = (i / S) % C;
+    gx[i] = convert<T>(coef[c] * load(gy[i]) + coef[C + c] * load(x[i]) + coef[2 * C + c]);
+  }
+}
+
+template <class T>
+const compute_t<T>* cptr(const Tensor& t) {
+  return static_cast<const compute_t<T>*>(t.raw_data());
+}
+template <class T>
+compute_t<T>* mptr(const Tensor& t) {
+  return static_cast<compute_t<T>*>(t.raw_data());
+}
+
+void stats_fn(const Tensor& mean, const Tensor& var, const Tensor& x) {
+  minidl::cuda::DeviceGuard guard(x.device());
+  const Layout L(x);
+  if (L.C == 0) return;
+  visit_floating(x.dtype(), "batch_norm_stats", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    stats_kernel<T><<<static_cast<unsigned>(L.C), kThreads, 0, stream_of(x)>>>(
+        mptr<T>(mean), mptr<T>(var), static_cast<const T*>(x.raw_data()), L.C, L.S, L.M());
+    MINIDL_CUDA_CHECK_LAUNCH("batch_norm_stats");
+  });
+}
+
+void apply_fn(const Tensor& y, const Tensor& x, const Tensor& scale, const Tensor& shift) {
+  minidl::cuda::DeviceGuard guard(x.device());
+  const Layout L(x);
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  visit_floating(x.dtype(), "batch_norm_apply", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    apply_kernel<T><<<grid_for(n, x.device().index), kThreads, 0, stream_of(x)>>>(
+        static_cast<T*>(y.raw_data()), static_cast<const T*>(x.raw_data()), cptr<T>(scale), cptr<T>(shift), L.C, L.S, n);
+    MINIDL_CUDA_CHECK_LAUNCH("batch_norm_apply");
+  });
+}
+
+void backward_fn(const Tensor& gx, const Tensor& sum_dy, const Tensor& sum_dy_xhat, const Tensor& gy, const Tensor& x,
+                 const Tensor& mean, const Tensor& invstd, const Tensor& scale, bool training) {
+  minidl::cuda::DeviceGuard guard(x.device());
+  const Layout L(x);
+  if (L.C == 0) return;
+  visit_floating(x.dtype(), "batch_norm_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const DType cd = std::is_same_v<T, double> ? DType::F64 : DType::F32;
+    Tensor coef = gx.defined() ? scratch({3, L.C}, cd, x) : Tensor();
+    cudaStream_t s = stream_of(x);
+    backward_sums_kernel<T><<<static_cast<unsigned>(L.C), kThreads, 0, s>>>(
+        mptr<T>(sum_dy), mptr<T>(sum_dy_xhat), coef.defined() ? mptr<T>(coef) : nullptr,
+        static_cast<const T*>(gy.raw_data()), static_cast<const T*>(x.raw_data()), cptr<T>(mean), cptr<T>(invstd),
+        cptr<T>(scale), L.C, L.S, L.M(), training);
+    MINIDL_CUDA_CHECK_LAUNCH("batch_norm_backward (sums)");
+    const int64_t n = x.numel();
+    if (!gx.defined() || n == 0) return;
+    backward_apply_kernel<T><<<grid_for(n, x.device().index), kThreads, 0, s>>>(
+        static_cast<T*>(gx.raw_data()), static_cast<const T*>(gy.raw_data()), static_cast<const T*>(x.raw_data()),
+        cptr<T>(coef), L.C, L.S, n);
+    MINIDL_CUDA_CHECK_LAUNCH("batch_norm_backward (gx)");
+  });
+}
+}  // namespace
+
+void register_batch_norm(Registry& r) {
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
+    r.batch_norm_stats.set(DeviceType::CUDA, t, stats_fn);
+    r.batch_norm_apply.set(DeviceType::CUDA, t, apply_fn);
+    r.batch_norm_backward.set(DeviceType::CUDA, t, backward_fn);
+  }
+}
+
+}  // namespace minidl::kernels::cuda
