@@ -53,6 +53,8 @@ class Reducer {
   const std::vector<std::vector<size_t>>& bucket_indices() const { return bucket_indices_; }
   const std::vector<Tensor>& parameters() const { return params_; }
   const DDPOptions& options() const { return options_; }
+  // Buckets whose allreduce was started in the backward now running (0 outside backward).
+  size_t launched_buckets() const { return next_bucket_; }
   const ProcessGroupPtr& group() const { return group_; }
 
  private:

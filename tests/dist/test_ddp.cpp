@@ -112,6 +112,23 @@ TEST_CASE("DDP on 2 ranks equals one process accumulating both micro-batches, bi
   }
 }
 
+TEST_CASE("DDP starts a bucket's allreduce during backward, before the last gradient", "[dist][ddp]") {
+  auto g = dist::default_group();
+  auto net = make_net(9);
+  dist::DistributedDataParallel ddp(net, g, dist::DDPOptions().first_bucket_bytes(64).bucket_cap_bytes(128));
+  REQUIRE(ddp.reducer().bucket_indices().size() == 2);
+  // Registered after DDP's own hooks, so each sees the reducer just after its parameter was taken.
+  std::vector<size_t> launched;
+  for (Tensor p : net->parameters())
+    p.register_post_accumulate_grad_hook([&](const Tensor&) { launched.push_back(ddp.reducer().launched_buckets()); });
+  auto [x, t] = batch(8, g->rank());
+  nn::functional::mse_loss(ddp.forward(x), t).backward();
+  REQUIRE(launched.size() == 4);
+  // fc2's bucket is on the wire while fc1's gradients are still to come; the last one launches both.
+  CHECK(launched == std::vector<size_t>{0, 1, 1, 2});
+  CHECK(ddp.reducer().launched_buckets() == 0);  // reset by the end-of-backward callback
+}
+
 TEST_CASE("DDP no_sync accumulates locally and the next synced backward reduces the sum", "[dist][ddp]") {
   auto g = dist::default_group();
   auto net = make_net(11), ref = make_net(11);
