@@ -2,11 +2,14 @@
 // parameters start from rank 0's, stay bitwise identical across ranks after every step and equal a
 // single process that accumulates both ranks' micro-batches and halves the sum (exact); no_sync
 // accumulation; find_unused_parameters; an inf in one rank's local gradient makes every rank's
-// GradScaler skip the step and back off.
+// GradScaler skip the step and back off; a checkpoint resumes to the uninterrupted run.
 #include <catch2/catch.hpp>
+
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 
 #include "minidl.h"
 
@@ -240,4 +243,52 @@ TEST_CASE("an inf in one rank's local gradient makes every rank skip the step an
     for (const Tensor& p : net->parameters()) CHECK(same_on_all_ranks(*g, p));
   }
   CHECK(scaler.skipped_steps() == 1);
+}
+
+TEST_CASE("a DDP checkpoint written by rank 0 resumes on 2 ranks to the uninterrupted run", "[dist][ddp]") {
+  auto g = dist::default_group();
+  auto train = [&](dist::DistributedDataParallel<Net>& ddp, optim::SGD& opt, int from, int to) {
+    for (int step = from; step < to; ++step) {
+      opt.zero_grad();
+      auto [x, t] = batch(step, g->rank());
+      nn::functional::mse_loss(ddp.forward(x), t).backward();
+      opt.step();
+    }
+  };
+  auto sgd = optim::SGDOptions(0.05).momentum(0.9);
+  auto ddp_opts = dist::DDPOptions().first_bucket_bytes(64).bucket_cap_bytes(128);
+  // Uninterrupted: 4 steps.
+  dist::DistributedDataParallel full(make_net(51), g, ddp_opts);
+  optim::SGD full_opt(full.parameters(), sgd);
+  train(full, full_opt, 0, 4);
+
+  // Interrupted after 2 steps: rank 0 alone writes the checkpoint, into a directory it names.
+  std::vector<Tensor> pids;
+  g->allgather(pids, from_vector<int64_t>({static_cast<int64_t>(::getpid())}))->wait();
+  const std::string path = std::filesystem::temp_directory_path().string() + "/minidl_ddp_ckpt_" +
+                           std::to_string(pids[0].item_int()) + ".safetensors";
+  {
+    dist::DistributedDataParallel first(make_net(51), g, ddp_opts);
+    optim::SGD opt(first.parameters(), sgd);
+    train(first, opt, 0, 2);
+    if (g->rank() == 0) {
+      Checkpoint ck;
+      ck.put("model", first.module()->state_dict());
+      ck.put("optim", opt.state_dict());
+      ck.save(path);
+    }
+    g->barrier()->wait();
+  }
+  // Resume: every rank loads the file into a model initialized differently on each rank.
+  auto net = make_net(900 + static_cast<uint64_t>(g->rank()));
+  Checkpoint ck = Checkpoint::load(path);
+  net->load_state_dict(ck.tensors_under("model"));
+  dist::DistributedDataParallel resumed(net, g, ddp_opts);
+  optim::SGD opt(resumed.parameters(), sgd);
+  opt.load_state_dict(ck.state_dict("optim"));
+  train(resumed, opt, 2, 4);
+  g->barrier()->wait();
+  if (g->rank() == 0) std::filesystem::remove(path);
+  CHECK(params_equal(net->parameters(), full.module()->parameters()));
+  for (const Tensor& p : net->parameters()) CHECK(same_on_all_ranks(*g, p));
 }
