@@ -85,4 +85,11 @@ void destroy_process_group() {
   default_slot().reset();
 }
 
+void abort_all(int code) {
+#ifdef MINIDL_WITH_MPI
+  abort_mpi_world(code);
+#endif
+  std::exit(code);
+}
+
 }  // namespace minidl::dist

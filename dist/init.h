@@ -37,5 +37,9 @@ ProcessGroupPtr init_process_group(InitOptions options = {});
 bool is_initialized();
 ProcessGroupPtr default_group();  // throws when not initialized
 void destroy_process_group();     // drops the default group (MPI itself stays up until exit)
+// Ends every rank's process with `code` (MPI_Abort): what a program does on an error that only
+// some ranks may have hit, so that the others do not wait forever in a collective. Without a
+// started backend it just exits.
+[[noreturn]] void abort_all(int code);
 
 }  // namespace minidl::dist

@@ -250,4 +250,11 @@ class MpiProcessGroup final : public ProcessGroup {
 
 ProcessGroupPtr make_mpi_world_group() { return std::make_shared<MpiProcessGroup>(); }
 
+void abort_mpi_world(int code) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, code);
+}
+
 }  // namespace minidl::dist
