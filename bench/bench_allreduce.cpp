@@ -1,6 +1,7 @@
-// Allreduce bandwidth of dist::ProcessGroup (MPI backend) against raw MPI_Allreduce on the same
-// buffers, repetitions interleaved, printed by rank 0 as one line per size with the ratio. Also the
-// f16 path (staged through f32) against raw f32 of the same element count. Run:
+// Allreduce bandwidth of dist::ProcessGroup (MPI backend) against raw MPI on the same buffers:
+// blocking MPI_Allreduce and MPI_Iallreduce + MPI_Wait (what the group posts), repetitions
+// interleaved, printed by rank 0 as one line per size with the ratios. Also the f16 path (staged
+// through f32) at the same element count. Run:
 //   mpirun -np 2 --oversubscribe build/bench/minidl-bench-allreduce [reps]
 #include <mpi.h>
 
@@ -35,25 +36,30 @@ int main(int argc, char** argv) {
   auto group = dist::init_process_group();
   const int reps = argc > 1 ? std::atoi(argv[1]) : 5;
   if (group->rank() == 0)
-    std::printf("# allreduce (sum, in place), %d ranks, best of %d; GB/s = bytes / time\n"
-                "%10s %12s %12s %8s %14s\n", group->size(), reps, "bytes", "raw GB/s", "group GB/s", "ratio",
-                "f16 group GB/s*");
+    std::printf("# allreduce (f32 sum, in place), %d ranks, best of %d; GB/s = bytes / time\n"
+                "%10s %10s %10s %10s %12s %12s %12s\n", group->size(), reps, "bytes", "Allreduce", "Iallreduce",
+                "group", "group/Allr.", "group/Iallr.", "f16 group*");
   for (int64_t bytes = 4 << 10; bytes <= (64 << 20); bytes *= 4) {
     const int64_t n = bytes / 4;
     Tensor t = ones({n});
     Tensor h = ones({n}, DType::F16);
     const int iters = static_cast<int>(std::max<int64_t>(3, (64 << 20) / bytes));
-    double raw = 1e30, grp = 1e30, f16 = 1e30;
+    double raw = 1e30, iraw = 1e30, grp = 1e30, f16 = 1e30;
     for (int r = 0; r < reps; ++r) {  // interleaved
       raw = std::min(raw, best_of(1, iters, [&] {
         MPI_Allreduce(MPI_IN_PLACE, t.raw_data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      }));
+      iraw = std::min(iraw, best_of(1, iters, [&] {
+        MPI_Request req;
+        MPI_Iallreduce(MPI_IN_PLACE, t.raw_data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
       }));
       grp = std::min(grp, best_of(1, iters, [&] { group->allreduce({t})->wait(); }));
       f16 = std::min(f16, best_of(1, iters, [&] { group->allreduce({h})->wait(); }));
     }
     if (group->rank() == 0)
-      std::printf("%10lld %12.2f %12.2f %8.2f %14.2f\n", static_cast<long long>(bytes), bytes / raw / 1e9,
-                  bytes / grp / 1e9, raw / grp, bytes / f16 / 1e9);
+      std::printf("%10lld %10.3f %10.3f %10.3f %12.2f %12.2f %12.3f\n", static_cast<long long>(bytes), bytes / raw / 1e9,
+                  bytes / iraw / 1e9, bytes / grp / 1e9, raw / grp, iraw / grp, bytes / f16 / 1e9);
   }
   if (group->rank() == 0) std::printf("# * f16 tensors of the same element count (reduced in f32: converted, summed, converted back), per f32 byte\n");
   return 0;
