@@ -132,6 +132,28 @@ TEST_CASE("DDP starts a bucket's allreduce during backward, before the last grad
   CHECK(ddp.reducer().launched_buckets() == 0);  // reset by the end-of-backward callback
 }
 
+TEST_CASE("DDP with bf16 parameters reduces in f32 and rounds once: equal to the bf16 accumulation", "[dist][ddp]") {
+  auto g = dist::default_group();
+  auto net = make_net(13), ref = make_net(13);
+  net->to(DType::BF16);
+  ref->to(DType::BF16);
+  dist::DistributedDataParallel ddp(net, g, dist::DDPOptions().first_bucket_bytes(32).bucket_cap_bytes(64));
+  CHECK(ddp.reducer().bucket_indices().size() > 1);
+  auto [x, t] = batch(70, g->rank());
+  nn::functional::mse_loss(ddp.forward(x.to(DType::BF16)), t.to(DType::BF16)).backward();
+  for (int r = 0; r < 2; ++r) {
+    auto [xr, tr] = batch(70, r);
+    nn::functional::mse_loss(ref->forward(xr.to(DType::BF16)), tr.to(DType::BF16)).backward();
+  }
+  // round(g0 + g1) / 2 (the reference: bf16 accumulation, then an exact halving) equals
+  // round((g0 + g1) / 2) (DDP: f32 sum and average, one rounding to bf16).
+  std::vector<Tensor> grads, expect;
+  for (const Tensor& p : net->parameters()) grads.push_back(p.grad());
+  for (const Tensor& p : ref->parameters()) expect.push_back(mul(p.grad(), 0.5));
+  CHECK(grads[0].dtype() == DType::BF16);
+  CHECK(params_equal(grads, expect));
+}
+
 TEST_CASE("DDP no_sync accumulates locally and the next synced backward reduces the sum", "[dist][ddp]") {
   auto g = dist::default_group();
   auto net = make_net(11), ref = make_net(11);
