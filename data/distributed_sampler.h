@@ -7,9 +7,11 @@
 //            repeating its beginning (cyclically) up to `total`;
 //   rank r = order[r], order[r + W], order[r + 2W], ...   (total / W samples).
 // So with B samples per rank per batch, batch k of rank r holds global positions
-// k*B*W + j*W + r (j < B): the W rank batches of step k together are exactly positions
-// [k*B*W, (k+1)*B*W) of the order, i.e. the single-process batch k of batch size B*W with the same
-// seed (exactly, when W divides N or with drop_last and B*W divides the kept total).
+// k*B*W + j*W + r (j < B, positions below `total`): the W rank batches of step k together are
+// exactly positions [k*B*W, (k+1)*B*W) of the order. Wherever those positions are below N, that is
+// the single-process batch k of batch size B*W with the same seed, element for element (position
+// k*B*W + j*W + r is rank r's j-th sample); only the last step can differ, by the padding (a repeat
+// of the order's start) or by what drop_last cut.
 #pragma once
 #include <cstdint>
 #include <vector>
