@@ -32,6 +32,8 @@
 #include "amp/custom_function.h"
 #include "amp/grad_scaler.h"
 #include "amp/precision_report.h"
+// distributed
+#include "dist/dist.h"
 // data
 #include "data/cifar.h"
 #include "data/dataloader.h"

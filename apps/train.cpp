@@ -11,6 +11,9 @@
 //   with status 2 and says why (no silent CPU fall-back).
 // Output: the resolved configuration, a live progress bar (periodic lines when not a terminal),
 // one EPOCH line per epoch, and a JSON summary as the last line of stdout.
+// Data parallel: started by mpirun (`mpirun -np 2 build/apps/minidl-train ...`) it trains with
+// DistributedDataParallel, --batch-size samples per rank from a DistributedSampler; rank 0 alone
+// prints, evaluates and writes files; the JSON adds world_size, and samples/s counts all ranks.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -104,12 +107,23 @@ void write_precision_report(const amp::PrecisionReport& report, const std::strin
 
 int run(const train::Config& c) {
   const auto t_start = Clock::now();
+  // Under mpirun with more than one rank: data parallel. Rank 0 alone prints and writes files.
+  dist::ProcessGroupPtr group;
+  if (auto launch = dist::launch_info(); launch && launch->world_size > 1) group = dist::init_process_group();
+  const int world = group ? group->size() : 1;
+  const bool is_main = !group || group->rank() == 0;
+  if (!is_main && !std::freopen("/dev/null", "w", stdout)) return 1;
   std::printf("%s\n", train::describe(c).c_str());
+  if (group) std::printf("data parallel: %d ranks (MPI), %lld samples per rank per step\n", world, (long long)c.batch_size);
   // --device cuda needs a usable GPU; there is no silent fall-back to the CPU.
   if (c.device == "cuda" && !cuda::is_available()) {
     std::fprintf(stderr, "minidl-train: --device cuda: %s\n",
                  cuda::is_compiled() ? "no usable CUDA GPU here (no device, or no working driver); use --device cpu"
                                      : "this build has no CUDA backend (configure with -DMINIDL_CUDA=ON); use --device cpu");
+    return 2;
+  }
+  if (group && c.device == "cuda") {
+    std::fprintf(stderr, "minidl-train: --device cuda under mpirun needs the NCCL backend, which is not built yet; use --device cpu\n");
     return 2;
   }
   const Device dev = c.device == "cuda" ? Device::cuda(0) : Device::cpu();
@@ -123,11 +137,19 @@ int run(const train::Config& c) {
   model->to(dev);
   std::string summary = model->summary();
   std::printf("%s%s", summary.c_str(), summary.empty() || summary.back() != '\n' ? "\n" : "");
+  // Rank 0's initial weights reach every rank (the seed is the same anyway).
+  std::optional<dist::DistributedDataParallel<nn::Layer>> ddp;
+  auto forward = [&](const Tensor& x) { return ddp ? ddp->forward(x) : model->forward(x); };
   auto opt = make_optimizer(c, model->parameters());
   // fp16 needs loss scaling; bf16 has f32's range and trains without it, as in PyTorch practice.
   amp::GradScaler scaler(dev, amp::GradScalerOptions().enabled_(c.amp == "fp16"));
-  data::DataLoader loader(*d.train, data::LoaderOptions().batch_size(c.batch_size).shuffle(true).seed(c.seed).workers(c.workers),
-                          d.augment);
+  auto loader_options = data::LoaderOptions().batch_size(c.batch_size).seed(c.seed).workers(c.workers);
+  if (group)
+    loader_options.sampler(std::make_shared<data::DistributedSampler>(
+        d.train->size(), data::DistributedSamplerOptions().num_replicas(world).rank(group->rank()).seed(c.seed)));
+  else
+    loader_options.shuffle(true);
+  data::DataLoader loader(*d.train, loader_options, d.augment);
   std::vector<train::EpochMetrics> history;
   int64_t start_epoch = 0, global_step = 0;
 
@@ -154,8 +176,10 @@ int run(const train::Config& c) {
     std::printf("resumed from %s at epoch %lld, batch %lld, step %lld\n", c.resume.c_str(), (long long)start_epoch + 1,
                 (long long)ck.meta.at("loader_batch").as_int(), (long long)global_step);
   }
+  if (group) ddp.emplace(model, group);
 
   auto save_checkpoint = [&](const std::string& path) {
+    if (!is_main) return;
     Checkpoint ck;
     ck.put("model", model->state_dict());
     ck.put("optim", opt->state_dict());
@@ -203,12 +227,12 @@ int run(const train::Config& c) {
       Tensor out, loss;
       {
         amp::autocast scope(dev.type, amp_dtype, amp_dtype.has_value());
-        out = model->forward(batch.data.to(dev));
+        out = forward(batch.data.to(dev));
         loss = cross_entropy(out, target);
       }
       recorder.reset();
       scaler.scale(loss).backward();
-      if (report) {
+      if (report && is_main) {
         report->add_parameter_gradients(model->parameters());
         write_precision_report(*report, c.precision_report);
       }
@@ -234,7 +258,7 @@ int run(const train::Config& c) {
       st.loss = loss_sum / seen;
       st.accuracy = static_cast<double>(correct) / seen;
       st.lr = opt->param_groups()[0].lr();
-      st.samples_per_s = seen / std::max(epoch_train_s, 1e-9);
+      st.samples_per_s = seen * world / std::max(epoch_train_s, 1e-9);
       st.eta_s = (steps_per_epoch - step_in_epoch) * epoch_train_s / std::max<int64_t>(1, step_in_epoch) +
                  (c.epochs - epoch - 1) * steps_per_epoch * epoch_train_s / std::max<int64_t>(1, step_in_epoch);
       st.scale = scaler.is_enabled() ? scaler.get_scale() : 0;
@@ -255,6 +279,7 @@ int run(const train::Config& c) {
       if (!c.checkpoint.empty()) save_checkpoint(c.checkpoint);
       break;
     }
+    if (!is_main) continue;  // rank 0 evaluates and records; the others go on to the next epoch
     Eval ev = evaluate(*model, *d.test, c, dev, amp_dtype);
     train::EpochMetrics m;
     m.epoch = epoch + 1;
@@ -263,7 +288,7 @@ int run(const train::Config& c) {
     m.test_loss = ev.loss;
     m.test_accuracy = ev.accuracy;
     m.lr = opt->param_groups()[0].lr();
-    m.samples_per_s = seen / std::max(epoch_train_s, 1e-9);
+    m.samples_per_s = seen * world / std::max(epoch_train_s, 1e-9);
     m.epoch_s = std::chrono::duration<double>(Clock::now() - t_epoch).count();
     m.scale = scaler.get_scale();
     m.skipped = scaler.skipped_steps();
@@ -274,6 +299,7 @@ int run(const train::Config& c) {
     if (!c.checkpoint.empty()) save_checkpoint(c.checkpoint);
   }
 
+  if (!is_main) return 0;
   Eval final_eval = history.empty() || stop ? evaluate(*model, *d.test, c, dev, amp_dtype) : Eval{history.back().test_loss, history.back().test_accuracy};
   Json j = Json::object();
   j["model"] = c.model;
@@ -282,12 +308,13 @@ int run(const train::Config& c) {
   j["device"] = c.device;
   j["epochs"] = c.epochs;
   j["steps"] = global_step;
-  j["batch_size"] = c.batch_size;
+  j["batch_size"] = c.batch_size;  // per rank
+  j["world_size"] = world;
   j["test_accuracy"] = final_eval.accuracy;
   j["test_loss"] = final_eval.loss;
   j["train_loss"] = last_train_loss;
   j["train_accuracy"] = last_train_acc;
-  j["train_samples_per_s"] = train_samples / std::max(train_seconds, 1e-9);
+  j["train_samples_per_s"] = train_samples * world / std::max(train_seconds, 1e-9);
   j["peak_rss_mb"] = train::peak_rss_mb();
   j["wall_s"] = std::chrono::duration<double>(Clock::now() - t_start).count();
   j["final_scale"] = scaler.get_scale();
@@ -310,6 +337,7 @@ int main(int argc, char** argv) {
     return run(c);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "minidl-train: %s\n", e.what());
+    if (dist::is_initialized()) dist::abort_all(1);  // the other ranks would wait in a collective
     return 1;
   }
 }

@@ -20,6 +20,26 @@ bool trace_enabled() {
   return on;
 }
 
+// The end-of-backward callbacks of the backward running on this thread (nullptr when none runs).
+thread_local std::vector<std::function<void()>>* current_callbacks = nullptr;
+
+// Installs a callback list for one run; restores the outer one (a backward inside a hook) on exit.
+struct CallbackScope {
+  std::vector<std::function<void()>> callbacks;
+  std::vector<std::function<void()>>* outer;
+  CallbackScope() : outer(current_callbacks) { current_callbacks = &callbacks; }
+  ~CallbackScope() { current_callbacks = outer; }
+  CallbackScope(const CallbackScope&) = delete;
+  CallbackScope& operator=(const CallbackScope&) = delete;
+  void run_all() {
+    for (size_t i = 0; i < callbacks.size(); ++i) {  // a callback may queue more: index, not iterator
+      std::function<void()> fn = std::move(callbacks[i]);
+      fn();
+    }
+    callbacks.clear();
+  }
+};
+
 struct BySequence {
   bool operator()(const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) const {
     return a->sequence_nr < b->sequence_nr;  // newest first
@@ -72,7 +92,8 @@ std::unordered_set<Node*> ancestors_of(const std::vector<Edge>& roots, const std
 
 void accumulate(Tensor& slot, const Tensor& g) { slot = slot.defined() ? add(slot, g) : g; }
 
-// A leaf's AccumulateGrad: runs the leaf's hooks, then adds into its .grad.
+// A leaf's AccumulateGrad: runs the leaf's hooks, adds into its .grad, then runs its
+// post-accumulate-grad hooks (on a copy of the list: a hook may remove itself).
 void accumulate_into_leaf(const AccumulateGrad& acc, Tensor g, bool create_graph) {
   std::shared_ptr<TensorImpl> impl = acc.leaf.lock();
   if (!impl || !g.defined()) return;
@@ -95,6 +116,11 @@ void accumulate_into_leaf(const AccumulateGrad& acc, Tensor g, bool create_graph
     impl->grad = add(Tensor(impl->grad), g).impl_ptr();
   } else {
     Tensor(impl->grad).add_(g);
+  }
+  if (!impl->post_accumulate_hooks.empty()) {
+    const Tensor leaf(impl);
+    const auto hooks = impl->post_accumulate_hooks;
+    for (const auto& [id, hook] : hooks) hook(leaf);
   }
 }
 
@@ -140,6 +166,7 @@ void run(const TensorList& roots, const TensorList& grad_roots, bool retain_grap
     root_grads.push_back(g.dtype() == r.dtype() ? g : cast(g, r.dtype()));
   }
 
+  CallbackScope callback_scope;
   // As in PyTorch, where retain_graph defaults to create_graph: a graph built by create_graph
   // refers back into this one, so this one must survive.
   retain_graph = retain_graph || create_graph;
@@ -228,8 +255,16 @@ void run(const TensorList& roots, const TensorList& grad_roots, bool retain_grap
       if (--deps[e.fn.get()] == 0 && queued.insert(e.fn.get()).second) ready.push(e.fn);
     }
   }
+  callback_scope.run_all();
 }
 }  // namespace
+
+void queue_callback(std::function<void()> fn) {
+  MINIDL_CHECK(current_callbacks != nullptr, "queue_callback", "final callbacks can only be installed during the backward pass");
+  current_callbacks->push_back(std::move(fn));
+}
+
+bool in_backward() { return current_callbacks != nullptr; }
 
 void backward(const TensorList& roots, const TensorList& grad_roots, bool retain_graph, bool create_graph) {
   run(roots, grad_roots, retain_graph, create_graph, nullptr, nullptr);

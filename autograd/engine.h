@@ -2,7 +2,12 @@
 // (a chain of 100,000 nodes needs no stack depth), accumulating into leaf .grad or capturing the
 // gradients of chosen inputs (grad()). It runs with autocast off, and it is where gradients
 // accumulate: into a leaf's .grad (its AccumulateGrad node) and into retained non-leaf .grad.
+// Hooks, in the order they run: a tensor's gradient hooks (register_hook) before its gradient is
+// used, a leaf's post-accumulate-grad hooks after its .grad was updated, and the end-of-backward
+// callbacks (queue_callback) once the walk is done. DistributedDataParallel is built on the last two.
 #pragma once
+#include <functional>
+
 #include "ops/node.h"
 
 namespace minidl::autograd {
@@ -16,6 +21,15 @@ void backward(const TensorList& roots, const TensorList& grad_roots = {}, bool r
 // the outputs do not depend on is an error unless allow_unused (then its result is undefined).
 TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs = {},
                 bool retain_graph = false, bool create_graph = false, bool allow_unused = false);
+
+// Queues fn to run once the backward pass running on this thread has walked its whole graph, after
+// every leaf's .grad and post-accumulate-grad hook (torch's Variable._execution_engine
+// .queue_callback). Only valid while a backward runs (from a hook or a node); callbacks run in queue
+// order, still inside that backward call, and a callback may queue more. If the backward throws,
+// its queued callbacks are dropped.
+void queue_callback(std::function<void()> fn);
+// True while a backward() or grad() runs on this thread.
+bool in_backward();
 
 // What Tensor::backward() calls (ops/tensor.h binds it here, at its call sites).
 struct Engine {

@@ -13,10 +13,6 @@
 
 namespace minidl::data {
 
-namespace {
-constexpr uint64_t kShuffleSalt = 0x73687566666c65ull;  // "shuffle"
-}
-
 struct DataLoader::Run {
   struct Loaded {
     Batch batch;
@@ -166,23 +162,24 @@ DataLoader::DataLoader(const Dataset& dataset, LoaderOptions options, std::share
   MINIDL_CHECK(options_.batch_size_ > 0, "DataLoader", "batch_size must be > 0, got ", options_.batch_size_);
   MINIDL_CHECK(options_.workers_ >= 0, "DataLoader", "workers must be >= 0, got ", options_.workers_);
   MINIDL_CHECK(options_.prefetch_ >= 1, "DataLoader", "prefetch must be >= 1, got ", options_.prefetch_);
+  MINIDL_CHECK(!options_.sampler_ || !options_.shuffle_, "DataLoader",
+               "sampler option is mutually exclusive with shuffle (the sampler shuffles)");
+  MINIDL_CHECK(!options_.sampler_ || options_.sampler_->dataset_size() == dataset_.size(), "DataLoader",
+               "the sampler was made for ", options_.sampler_ ? options_.sampler_->dataset_size() : 0,
+               " samples, the dataset has ", dataset_.size());
 }
 
 DataLoader::~DataLoader() = default;
 
 int64_t DataLoader::size() const {
-  const int64_t n = dataset_.size(), b = options_.batch_size_;
+  const int64_t n = options_.sampler_ ? options_.sampler_->num_samples() : dataset_.size();
+  const int64_t b = options_.batch_size_;
   return options_.drop_last_ ? n / b : (n + b - 1) / b;
 }
 
 std::vector<int64_t> DataLoader::epoch_order(int64_t epoch) const {
-  std::vector<int64_t> order(static_cast<size_t>(dataset_.size()));
-  std::iota(order.begin(), order.end(), int64_t{0});
-  if (options_.shuffle_) {
-    DataRng rng(mix_key(options_.seed_, static_cast<uint64_t>(epoch), kShuffleSalt));
-    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
-  }
-  return order;
+  if (options_.sampler_) return options_.sampler_->indices(epoch);
+  return data::epoch_order(dataset_.size(), options_.shuffle_, options_.seed_, epoch);
 }
 
 void DataLoader::load_state(int64_t epoch, int64_t batch_index) {

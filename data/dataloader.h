@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "data/distributed_sampler.h"
 #include "data/transforms.h"
 
 namespace minidl::data {
@@ -23,6 +24,9 @@ struct LoaderOptions {
   int workers_ = 0;          // loading threads; 0: load in the calling thread, when asked
   uint64_t seed_ = 0;        // seeds the shuffle and the random transforms
   int prefetch_ = 2;         // batches each worker may load ahead of the consumer
+  // This rank's share of every epoch (data-parallel training); the sampler shuffles, so shuffle
+  // must stay off. The loader passes its epoch to the sampler.
+  std::shared_ptr<const DistributedSampler> sampler_;
 
   LoaderOptions& batch_size(int64_t n) { batch_size_ = n; return *this; }
   LoaderOptions& shuffle(bool on = true) { shuffle_ = on; return *this; }
@@ -30,6 +34,7 @@ struct LoaderOptions {
   LoaderOptions& workers(int n) { workers_ = n; return *this; }
   LoaderOptions& seed(uint64_t s) { seed_ = s; return *this; }
   LoaderOptions& prefetch(int n) { prefetch_ = n; return *this; }
+  LoaderOptions& sampler(std::shared_ptr<const DistributedSampler> s) { sampler_ = std::move(s); return *this; }
 };
 
 // A position in the stream of batches: the next batch to be handed out is batch `batch` of epoch
@@ -84,7 +89,8 @@ class DataLoader {
   void load_state(int64_t epoch, int64_t batch_index);
   void load_state(const LoaderState& s) { load_state(s.epoch, s.batch); }
   void set_epoch(int64_t epoch) { load_state(epoch, 0); }
-  // The sample order of an epoch (a permutation of 0..N-1 when shuffling, else the identity).
+  // The sample order of an epoch (a permutation of 0..N-1 when shuffling, else the identity; with
+  // a sampler, this rank's share).
   std::vector<int64_t> epoch_order(int64_t epoch) const;
   const LoaderOptions& options() const { return options_; }
 

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "framework/dtype.h"
@@ -20,6 +21,9 @@ struct Node;
 }
 
 using GradHook = std::function<Tensor(const Tensor&)>;  // returns a replacement, or undefined
+// Runs on a leaf after its .grad was updated by backward (torch's post-accumulate-grad hook); gets
+// the leaf itself, reads and may modify its .grad.
+using PostAccumulateGradHook = std::function<void(const Tensor&)>;
 
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
@@ -35,6 +39,7 @@ struct TensorImpl {
   uint32_t output_nr = 0;                          // which output of grad_fn this is
   std::weak_ptr<autograd::Node> grad_accumulator;  // leaves: their AccumulateGrad node
   std::vector<GradHook> hooks;
+  std::vector<std::pair<uint64_t, PostAccumulateGradHook>> post_accumulate_hooks;  // leaves; id, hook
   bool retains_grad = false;
   std::string name;  // optional, shown in errors and reports (module path of a parameter)
 };

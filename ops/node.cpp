@@ -220,4 +220,20 @@ void Tensor::register_hook(GradHook hook) {
   else impl()->grad_fn->pre_hooks.emplace_back(impl()->output_nr, std::move(hook));
 }
 
+uint64_t Tensor::register_post_accumulate_grad_hook(PostAccumulateGradHook hook) {
+  MINIDL_CHECK(requires_grad(), "register_post_accumulate_grad_hook",
+               "cannot register a hook on a tensor that doesn't require gradient");
+  MINIDL_CHECK(is_leaf(), "register_post_accumulate_grad_hook",
+               "post accumulate grad hooks cannot be registered on non-leaf tensors");
+  static std::atomic<uint64_t> next_id{1};
+  const uint64_t id = next_id++;
+  impl()->post_accumulate_hooks.emplace_back(id, std::move(hook));
+  return id;
+}
+
+void Tensor::remove_post_accumulate_grad_hook(uint64_t id) {
+  auto& hooks = impl()->post_accumulate_hooks;
+  std::erase_if(hooks, [id](const auto& h) { return h.first == id; });
+}
+
 }  // namespace minidl

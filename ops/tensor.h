@@ -80,6 +80,10 @@ class Tensor {
   void set_grad(const Tensor& g);
   void retain_grad();
   void register_hook(GradHook hook);
+  // Leaves only: hook(leaf) runs after backward has accumulated into this leaf's .grad
+  // (torch.Tensor.register_post_accumulate_grad_hook). Returns an id for removal.
+  uint64_t register_post_accumulate_grad_hook(PostAccumulateGradHook hook);
+  void remove_post_accumulate_grad_hook(uint64_t id);  // unknown ids are ignored
   uint32_t version() const { return impl()->storage->version(); }
   void bump_version() const { impl()->storage->bump_version(); }
   // Runs the autograd engine from this tensor (autograd/engine.h, the floor above the ops). A

@@ -214,3 +214,37 @@ TEST_CASE("minidl-train --device cuda trains LeNet-5, the CIFAR CNN and ResNet-2
     CHECK(loss.back() < loss.front());
   }
 }
+
+#ifdef MINIDL_MPIEXEC
+TEST_CASE("minidl-train under mpirun -np 2 trains data parallel, rank 0 alone reports", "[train_program][dist]") {
+  TempDir dir;
+  write_mnist_like(dir, 600, 200);
+  const std::string cmd = std::string(MINIDL_MPIEXEC) +
+                          " --allow-run-as-root --oversubscribe -np 2 --mca btl self,tcp --mca btl_tcp_if_include lo " +
+                          MINIDL_TRAIN_BIN + " --dataset fashion-mnist --data " + dir.path.string() +
+                          " --epochs 2 --batch-size 25 --no-progress --seed 4 --json " + dir.file("dp.json") + " 2>&1";
+  Result r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int raw = ::pclose(p);
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  auto count = [&](const std::string& s) {
+    size_t k = 0;
+    for (size_t pos = r.output.find(s); pos != std::string::npos; pos = r.output.find(s, pos + 1)) ++k;
+    return k;
+  };
+  CHECK(count("data parallel: 2 ranks") == 1);
+  CHECK(count("\"world_size\"") == 1);  // one JSON summary: rank 0's
+  CHECK(epoch_values(r.output, "train_loss").size() == 2);
+  const Json summary = last_line_json(r.output);
+  CHECK(summary.at("world_size").as_int() == 2);
+  CHECK(summary.at("batch_size").as_int() == 25);
+  CHECK(summary.at("steps").as_int() == 24);  // 600 samples / (2 ranks x 25) per step, 2 epochs
+  CHECK(summary.at("test_accuracy").as_double() > 0.5);
+}
+#endif

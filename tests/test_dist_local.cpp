@@ -1,0 +1,61 @@
+// The parts of dist/ that need no second rank: DDP's bucket assignment, launcher detection and the
+// errors of init_process_group outside mpirun (or in a build without MPI).
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+
+#include "dist/dist.h"
+
+using namespace minidl;
+using namespace minidl::dist;
+
+TEST_CASE("bucket assignment: reverse order, small first bucket, one dtype per bucket", "[dist]") {
+  // f32 parameters of 100, 200, 300000, 50, 10 elements (400, 800, 1.2M, 200, 40 bytes).
+  std::vector<BucketParam> p = {{100, DType::F32}, {200, DType::F32}, {300000, DType::F32}, {50, DType::F32}, {10, DType::F32}};
+  using Buckets = std::vector<std::vector<size_t>>;
+  // First bucket closes once it reaches 1000 bytes (40 + 200 + 1.2M), the rest stays open.
+  CHECK(compute_bucket_assignment(p, 1000, 2u << 20) == Buckets{{4, 3, 2}, {1, 0}});
+  // Every parameter alone once the limits are a byte.
+  CHECK(compute_bucket_assignment(p, 1, 1) == Buckets{{4}, {3}, {2}, {1}, {0}});
+  // One bucket when nothing reaches the limits.
+  CHECK(compute_bucket_assignment(p, 25u << 20, 25u << 20) == Buckets{{4, 3, 2, 1, 0}});
+  // A bf16 parameter never shares an f32 bucket; each dtype has its own first bucket.
+  p.push_back({600, DType::BF16});  // 1200 bytes: closes its dtype's first bucket alone
+  p.insert(p.begin(), {10, DType::BF16});
+  // indices: 0 bf16(10), 1..5 the f32 ones, 6 bf16(600)
+  CHECK(compute_bucket_assignment(p, 1000, 2u << 20) == Buckets{{6}, {5, 4, 3}, {2, 1}, {0}});
+  CHECK(compute_bucket_assignment({}, 1, 1).empty());
+}
+
+TEST_CASE("init_process_group outside mpirun is a clear error", "[dist]") {
+  if (launch_info()) {
+    WARN("skipped: running under a launcher");
+    return;
+  }
+  CHECK_FALSE(is_initialized());
+  if (is_mpi_available())
+    CHECK_THROWS_WITH(init_process_group(), Catch::Contains("init_process_group") && Catch::Contains("not started by mpirun"));
+  else
+    CHECK_THROWS_WITH(init_process_group(), Catch::Contains("built without MPI"));
+  CHECK_THROWS_WITH(init_process_group(InitOptions().backend("gloo")), Catch::Contains("unknown backend 'gloo'"));
+  CHECK_THROWS_WITH(default_group(), Catch::Contains("not initialized"));
+}
+
+TEST_CASE("launch_info reads Open MPI's environment", "[dist]") {
+  if (launch_info()) {
+    WARN("skipped: running under a launcher");
+    return;
+  }
+  setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+  setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+  setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
+  auto info = launch_info();
+  unsetenv("OMPI_COMM_WORLD_RANK");
+  unsetenv("OMPI_COMM_WORLD_SIZE");
+  unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  REQUIRE(info.has_value());
+  CHECK(info->rank == 3);
+  CHECK(info->world_size == 4);
+  CHECK(info->local_rank == 1);
+  CHECK_FALSE(launch_info().has_value());
+}
