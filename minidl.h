@@ -33,7 +33,7 @@
 #include "amp/grad_scaler.h"
 #include "amp/precision_report.h"
 // distributed
-#include "dist/dist.h"
+#include "distributed/dist.h"
 // data
 #include "data/cifar.h"
 #include "data/dataloader.h"

@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "dist/dist.h"
+#include "distributed/dist.h"
 #include "ops/ops.h"
 
 using namespace minidl;

@@ -1,4 +1,4 @@
-# MPI (Open MPI) for the dist/ process group. MINIDL_MPI=AUTO turns it on when an MPI C library is
+# MPI (Open MPI) for the distributed/ process group. MINIDL_MPI=AUTO turns it on when an MPI C library is
 # found; the build without MPI keeps working (dist::init_process_group then throws, and the
 # multi-rank tests report themselves skipped).
 set(MINIDL_HAS_MPI OFF)
@@ -14,13 +14,13 @@ if(NOT MINIDL_MPI STREQUAL "OFF")
 endif()
 message(STATUS "minidl MPI backend: ${MINIDL_HAS_MPI}")
 
-# The MPI process group source and its link; the rest of dist/ builds either way.
+# The MPI process group source and its link; the rest of distributed/ builds either way.
 function(minidl_add_mpi_sources target)
   if(MINIDL_HAS_MPI)
-    file(GLOB mpi_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/dist/mpi/*.cpp)
+    file(GLOB mpi_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/distributed/mpi/*.cpp)
     target_sources(${target} PRIVATE ${mpi_sources})
-    # Only dist/init.cpp asks which backends exist: toggling MPI recompiles nothing else.
-    set_property(SOURCE ${PROJECT_SOURCE_DIR}/dist/init.cpp APPEND PROPERTY COMPILE_DEFINITIONS MINIDL_WITH_MPI=1)
+    # Only distributed/init.cpp asks which backends exist: toggling MPI recompiles nothing else.
+    set_property(SOURCE ${PROJECT_SOURCE_DIR}/distributed/init.cpp APPEND PROPERTY COMPILE_DEFINITIONS MINIDL_WITH_MPI=1)
     target_link_libraries(${target} PUBLIC MPI::MPI_CXX)
   endif()
 endfunction()

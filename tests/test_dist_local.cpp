@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "dist/dist.h"
+#include "distributed/dist.h"
 
 using namespace minidl;
 using namespace minidl::dist;

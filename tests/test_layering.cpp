@@ -2,7 +2,8 @@
 // a file includes only files of its own floor or of floors below it, and no include cycle exists.
 // Floors, bottom up: core (framework/) -> autocast state (autocast/) -> ops (ops/, with ops/cpu and
 // ops/cuda) -> autograd engine and serialization (autograd/, serialize/) -> modules and optimizers
-// (nn/, optim/) -> amp (amp/) -> data (data/) -> the umbrella header (minidl.h) -> programs.
+// (nn/, optim/) -> amp (amp/) -> data (data/) -> distributed training (distributed/) -> the umbrella
+// header (minidl.h) -> programs.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -23,7 +24,7 @@ const fs::path kRoot = MINIDL_SOURCE_DIR;
 int floor_of(const std::string& rel) {
   static const std::map<std::string, int> floors = {
       {"framework", 1}, {"autocast", 2}, {"ops", 3},  {"autograd", 4}, {"serialize", 4}, {"nn", 5},
-      {"optim", 5},     {"amp", 6},      {"data", 7}, {"minidl.h", 8}, {"apps", 9},      {"bench", 9},
+      {"optim", 5},     {"amp", 6},      {"data", 7}, {"distributed", 8}, {"minidl.h", 9}, {"apps", 10}, {"bench", 10},
   };
   const std::string top = rel.substr(0, rel.find('/'));
   auto it = floors.find(top);

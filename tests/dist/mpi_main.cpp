@@ -4,7 +4,7 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
-#include "dist/init.h"
+#include "distributed/init.h"
 #include "ops/ops.h"
 
 int main(int argc, char** argv) {

@@ -2,7 +2,7 @@
 // i64, non-contiguous), broadcast (bitwise, from either root), allgather, barrier, and the errors.
 #include <catch2/catch.hpp>
 
-#include "dist/dist.h"
+#include "distributed/dist.h"
 #include "ops/ops.h"
 
 using namespace minidl;

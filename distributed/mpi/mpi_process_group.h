@@ -2,7 +2,7 @@
 // MPI_Ibcast, MPI_Iallgather, MPI_Ibarrier) on CPU tensors, over a duplicate of MPI_COMM_WORLD.
 // Built only when MINIDL_MPI found MPI; this header does not include mpi.h.
 #pragma once
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 
 namespace minidl::dist {
 

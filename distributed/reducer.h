@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 
 namespace minidl::dist {
 

@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "dist/init.h"
-#include "dist/reducer.h"
+#include "distributed/init.h"
+#include "distributed/reducer.h"
 #include "nn/module.h"
 
 namespace minidl::dist {

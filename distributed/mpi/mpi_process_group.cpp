@@ -2,7 +2,7 @@
 // returns an MpiWork holding the requests, the tensors and the step that finishes the result
 // (copy back from a staging buffer, divide for Avg). f16/bf16 are staged in f32 so sums are taken
 // in f32; broadcast and allgather move raw bytes, so any dtype is copied bitwise.
-#include "dist/mpi/mpi_process_group.h"
+#include "distributed/mpi/mpi_process_group.h"
 
 #include <mpi.h>
 

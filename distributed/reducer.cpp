@@ -1,11 +1,11 @@
 // DDP's gradient reducer: see reducer.h.
-#include "dist/reducer.h"
+#include "distributed/reducer.h"
 
 #include <sstream>
 #include <unordered_set>
 
 #include "autograd/engine.h"
-#include "dist/bucket_assignment.h"
+#include "distributed/bucket_assignment.h"
 #include "framework/error.h"
 #include "framework/grad_mode.h"
 #include "ops/node.h"

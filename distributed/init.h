@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 
 namespace minidl::dist {
 

@@ -1,5 +1,5 @@
 // DDP's bucket assignment: see bucket_assignment.h.
-#include "dist/bucket_assignment.h"
+#include "distributed/bucket_assignment.h"
 
 #include <algorithm>
 #include <map>

@@ -1,12 +1,12 @@
 // The default process group and launcher detection.
-#include "dist/init.h"
+#include "distributed/init.h"
 
 #include <cstdlib>
 #include <mutex>
 
 #include "framework/error.h"
 #ifdef MINIDL_WITH_MPI
-#include "dist/mpi/mpi_process_group.h"
+#include "distributed/mpi/mpi_process_group.h"
 #endif
 
 namespace minidl::dist {

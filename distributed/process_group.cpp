@@ -1,5 +1,5 @@
 // The backend-independent parts of dist::ProcessGroup.
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 
 namespace minidl::dist {
 
