@@ -99,6 +99,41 @@ TEST_CASE("Json rejects malformed text, naming the byte", "[serialize][json]") {
   CHECK_THROWS_WITH(Json::parse("tru"), Catch::Contains("unexpected character"));
 }
 
+TEST_CASE("Json parses an object of 200k keys (key lookup is not linear) and refuses deep nesting", "[serialize][json]") {
+  // A safetensors header with many entries: each key is looked up once per insertion, so a
+  // linear lookup makes this quadratic (minutes instead of milliseconds; the ctest timeout catches it).
+  constexpr int kKeys = 200000;
+  std::string text = "{";
+  for (int i = 0; i < kKeys; ++i) text += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":" + std::to_string(i);
+  text += "}";
+  Json j = Json::parse(text);
+  REQUIRE(j.size() == static_cast<size_t>(kKeys));
+  CHECK(j.members().front().first == "k0");
+  CHECK(j.members().back().first == "k199999");
+  CHECK(j.at("k123456").as_int() == 123456);
+  CHECK(j.find("k200000") == nullptr);
+  // Lookups stay right after erasing and inserting.
+  CHECK(j.erase("k5"));
+  CHECK(!j.contains("k5"));
+  CHECK(j.at("k6").as_int() == 6);
+  CHECK(j.at("k199999").as_int() == 199999);
+  j["k5"] = "back";
+  CHECK(j.members().back().first == "k5");
+  CHECK(j.at("k5").as_string() == "back");
+  CHECK(j.size() == static_cast<size_t>(kKeys));
+  Json copy = j;
+  copy["k7"] = 70;
+  CHECK(copy.at("k7").as_int() == 70);
+  CHECK(j.at("k7").as_int() == 7);
+  CHECK(Json::parse(copy.dump()) == copy);
+  // Deep nesting is an error, never a stack overflow, however deep the input goes.
+  for (const char* open : {"[", "{\"a\":"}) {
+    std::string deep;
+    for (int i = 0; i < 1000000; ++i) deep += open;
+    CHECK_THROWS_WITH(Json::parse(deep), Catch::Contains("nesting deeper than 256 levels"));
+  }
+}
+
 // ---------------------------------------------------------------- safetensors: exact bytes
 
 TEST_CASE("our bytes equal the reference implementation's test vectors", "[serialize][safetensors]") {
