@@ -210,19 +210,19 @@ Parsed parse_header(const std::string& json_text, uint64_t data_size, const std:
       bad(err.what());
     }
     if (!sh->is_array()) bad("'shape' must be an array of non-negative integers");
-    int64_t numel = 1;
     for (const Json& d : sh->elements()) {
       if (!d.is_int() || d.as_int() < 0) bad("'shape' must be an array of non-negative integers");
       e.shape.push_back(d.as_int());
-      if (__builtin_mul_overflow(numel, d.as_int(), &numel)) bad("shape overflows");
     }
+    const std::optional<int64_t> numel = checked_numel(e.shape);
+    if (!numel) bad(detail::concat("shape ", shape_str(e.shape), " overflows int64"));
     if (!off->is_array() || off->size() != 2 || !(*off)[0].is_int() || !(*off)[1].is_int() || (*off)[0].as_int() < 0 ||
         (*off)[1].as_int() < (*off)[0].as_int())
       bad("'data_offsets' must be [begin, end] with 0 <= begin <= end");
     e.begin = static_cast<uint64_t>((*off)[0].as_int());
     e.end = static_cast<uint64_t>((*off)[1].as_int());
     uint64_t nbytes = 0;
-    if (__builtin_mul_overflow(static_cast<uint64_t>(numel), static_cast<uint64_t>(element_size(e.dtype)), &nbytes))
+    if (__builtin_mul_overflow(static_cast<uint64_t>(*numel), static_cast<uint64_t>(element_size(e.dtype)), &nbytes))
       bad("size overflows");
     if (e.end - e.begin != nbytes)
       bad(detail::concat("data_offsets [", e.begin, ", ", e.end, "] hold ", e.end - e.begin, " bytes but ",

@@ -191,6 +191,18 @@ TEST_CASE("factory and conversion errors", "[errors][factory]") {
   CHECK_THROWS_WITH(mm(Tensor(), zeros({1, 1})), Contains("mm") && Contains("undefined"));
 }
 
+TEST_CASE("element and byte counts that overflow int64 are errors naming the op and the shape", "[errors][factory]") {
+  const int64_t big = int64_t{1} << 32, huge = int64_t{1} << 62;
+  CHECK_THROWS_WITH(zeros({big, big}), Contains("empty") && Contains("[4294967296, 4294967296]") && Contains("overflows int64"));
+  // An empty tensor whose strides would overflow is refused too (its element count is 0).
+  CHECK_THROWS_WITH(empty({0, huge, huge}), Contains("empty") && Contains("overflows int64"));
+  CHECK_THROWS_WITH(empty({huge}, TensorOptions(DType::F64)), Contains("empty") && Contains("bytes"));
+  CHECK_THROWS_WITH(zeros({0}).reshape({big, big, 0}), Contains("reshape") && Contains("overflows int64"));
+  CHECK_THROWS_WITH(zeros({0}).reshape({big, big, 0, -1}), Contains("reshape") && Contains("overflows int64"));
+  CHECK(empty({0, huge}).numel() == 0);
+  CHECK(empty({huge - 1, 0}).numel() == 0);
+}
+
 TEST_CASE("autograd misuse errors", "[errors][autograd]") {
   Tensor x = ones({3}).requires_grad_();
   CHECK_THROWS_WITH(mul(x, 2.0).backward(), Contains("backward") && Contains("scalar outputs") && Contains("f32[3]"));

@@ -281,6 +281,9 @@ TEST_CASE("corrupted and truncated files are rejected with the file and the prob
                "'data_offsets' must be [begin, end]");
   expect_error(file_of(R"({"a":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,4]}})", f32_bytes({1})),
                "overflows");
+  expect_error(file_of(R"({"a":{"dtype":"F32","shape":[0,4611686018427387904,4611686018427387904],"data_offsets":[0,0]}})"),
+               "tensor 'a': shape [0, 4611686018427387904, 4611686018427387904] overflows int64");
+  expect_error(file_of(R"({"a":{"dtype":"F64","shape":[4611686018427387904],"data_offsets":[0,0]}})"), "size overflows");
   expect_error(file_of(R"({"__metadata__":{"k":1}})"), "'__metadata__' entry 'k' must be a string, got integer");
   expect_error(file_of(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"extra":1}})", f32_bytes({1})),
                "unknown field 'extra'");
