@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -177,4 +178,105 @@ TEST_CASE("minidl-train resumed from a mid-epoch checkpoint in a new process end
   CHECK(a.at("test_accuracy").as_double() == b.at("test_accuracy").as_double());
   CHECK(a.at("final_scale").as_double() == b.at("final_scale").as_double());
   CHECK(a.at("test_accuracy").as_double() > 0.5);  // the bands are learnable
+}
+
+TEST_CASE("minidl-train range-checks every integer flag: exit status 2 and the flag named", "[train_program]") {
+  for (const auto& [args, flag] : std::vector<std::pair<std::string, std::string>>{
+           {"--batch-size 9223372036854775807", "--batch-size"},
+           {"--batch-size 99999999999999999999", "--batch-size"},
+           {"--workers 4294967297", "--workers"},
+           {"--workers -1", "--workers"},
+           {"--seed -1", "--seed"},
+           {"--seed 1.5", "--seed"},
+           {"--epochs 9223372036854775807", "--epochs"},
+           {"--epochs 2x", "--epochs"},
+           {"--limit-train -5", "--limit-train"},
+           {"--max-steps -1", "--max-steps"}}) {
+    INFO(args);
+    Result r = run_train(args + " --data /nonexistent-minidl-data --no-progress");
+    CHECK(r.status == 2);
+    CHECK(r.output.find(flag) != std::string::npos);
+    CHECK(r.output.find("cannot open") == std::string::npos);  // refused before any data is read
+  }
+}
+
+TEST_CASE("minidl-train checks that output paths are writable before training", "[train_program]") {
+  TempDir dir;
+  write_mnist_like(dir, 100, 20);
+  const std::string common = "--data " + dir.path.string() + " --epochs 1 --batch-size 50 --no-progress ";
+  for (const std::string flag : {"--checkpoint", "--metrics", "--json"}) {
+    for (const std::string path : {std::string("/nonexistent-minidl-dir/out"), dir.path.string()}) {
+      INFO(flag << " " << path);
+      Result r = run_train(common + flag + " " + path);
+      CHECK(r.status == 2);
+      CHECK(r.output.find(flag) != std::string::npos);
+      CHECK(r.output.find(path) != std::string::npos);
+      CHECK(r.output.find("EPOCH") == std::string::npos);  // nothing was trained
+    }
+  }
+}
+
+TEST_CASE("minidl-train stops on a non-finite loss (or skips it with --nan-policy skip); the summary is strict JSON",
+          "[train_program][nan]") {
+  TempDir dir;
+  write_mnist_like(dir, 200, 40);
+  const std::string common = "--data " + dir.path.string() + " --epochs 2 --batch-size 20 --lr 1e6 --no-progress --seed 3 ";
+  auto strict = [](const std::string& text) {
+    for (const char* word : {"NaN", "Infinity"}) {
+      INFO(word);
+      CHECK(text.find(word) == std::string::npos);
+    }
+  };
+  Result stop = run_train(common + "--json " + dir.file("stop.json") + " --checkpoint " + dir.file("ck.safetensors"));
+  CHECK(stop.status == 3);
+  CHECK(stop.output.find("non-finite training loss") != std::string::npos);
+  CHECK(stop.output.find("--nan-policy skip") != std::string::npos);
+  std::ifstream f(dir.file("stop.json"));
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  REQUIRE(!text.empty());
+  strict(text);
+  const Json s = Json::parse(text);
+  CHECK(s.at("train_loss").is_null());
+  CHECK(s.at("stopped").as_string().find("non-finite training loss") != std::string::npos);
+  CHECK(s.at("null_reasons").at("train_loss").as_string().find("not finite") != std::string::npos);
+
+  Result skip = run_train(common + "--nan-policy skip");
+  CHECK(skip.status == 0);
+  const Json k = last_line_json(skip.output);
+  CHECK(k.at("nonfinite_loss_batches").as_int() > 0);
+  strict(k.dump());
+  CHECK(run_train(common + "--nan-policy maybe").status == 2);
+}
+
+TEST_CASE("minidl-train --resume refuses a weights-only file, another batch size, sample limit or seed", "[train_program][checkpoint]") {
+  TempDir dir;
+  write_mnist_like(dir, 100, 20);
+  const std::string common = "--data " + dir.path.string() + " --epochs 2 --no-progress ";
+  const std::string ck = dir.file("ck.safetensors");
+  REQUIRE(run_train(common + "--batch-size 20 --seed 5 --limit-train 80 --max-steps 2 --checkpoint " + ck).status == 0);
+  for (const auto& [args, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"--batch-size 25 --seed 5 --limit-train 80", "--batch-size 20"},
+           {"--batch-size 20 --seed 6 --limit-train 80", "--seed 5"},
+           {"--batch-size 20 --seed 5 --limit-train 0", "--limit-train 80"}}) {
+    INFO(args);
+    Result r = run_train(common + args + " --resume " + ck);
+    CHECK(r.status == 1);
+    CHECK(r.output.find(expected) != std::string::npos);
+    CHECK(r.output.find("minidl-train: minidl-train:") == std::string::npos);
+  }
+  CHECK(run_train(common + "--batch-size 20 --seed 5 --limit-train 80 --resume " + ck).status == 0);
+  // A safetensors file of weights only (no training state).
+  const std::string weights = dir.file("weights.safetensors");
+  {
+    std::ofstream w(weights, std::ios::binary);
+    const std::string header = R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+    uint64_t n = header.size();
+    w.write(reinterpret_cast<const char*>(&n), 8);
+    w << header << std::string(4, '\0');
+  }
+  Result r = run_train(common + "--resume " + weights);
+  CHECK(r.status == 1);
+  CHECK(r.output.find("not a minidl-train checkpoint") != std::string::npos);
+  CHECK(r.output.find(weights) != std::string::npos);
+  CHECK(r.output.find("missing key") == std::string::npos);
 }
