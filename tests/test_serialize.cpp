@@ -2,6 +2,8 @@
 // implementation's own test vectors, a byte-level header check, round trips of every dtype,
 // every corruption the reader must reject with an error naming the file), atomic writes (no
 // partial or temporary file after a failure) and the Checkpoint container.
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -329,6 +331,31 @@ TEST_CASE("a failed save leaves the previous file intact and no temporary file b
   safetensors::save_file({{"w", from_vector<float>({9})}}, path);
   CHECK(safetensors::load_file(path).tensors["w"].to_vector<float>() == std::vector<float>{9});
   CHECK(dir.entries() == std::vector<std::string>{"adir", "model.safetensors"});
+}
+
+TEST_CASE("a save removes the temporary files that killed saves of the same target left, and only those", "[serialize][atomic]") {
+  TempDir dir;
+  const std::string path = dir.file("model.safetensors");
+  const std::vector<std::string> kept{".model.safetensors.tmp-abc12",     // not mkstemp's 6 characters
+                                      ".model.safetensors.tmp-abc1234",   // nor 7
+                                      ".other.safetensors.tmp-abc123",    // another target
+                                      ".model.safetensors.tmp-ab.123",    // not mkstemp's alphabet
+                                      "model.safetensors.tmp-abc123",     // not hidden
+                                      ".model.safetensors.tmp-Live01"};   // a save in progress (locked)
+  for (const std::string& name : kept) write_bytes(dir.file(name), "x");
+  write_bytes(dir.file(".model.safetensors.tmp-Stale1"), "partial");
+  write_bytes(dir.file(".model.safetensors.tmp-z9Y8x7"), "partial");
+  // A writer that is still alive holds an exclusive lock on its temporary file.
+  const int live = ::open(dir.file(".model.safetensors.tmp-Live01").c_str(), O_RDWR);
+  REQUIRE(live >= 0);
+  REQUIRE(::flock(live, LOCK_EX) == 0);
+  safetensors::save_file({{"w", from_vector<float>({1})}}, path);
+  ::close(live);
+  std::vector<std::string> want = kept;
+  want.push_back("model.safetensors");
+  std::sort(want.begin(), want.end());
+  CHECK(dir.entries() == want);
+  CHECK(safetensors::load_file(path).tensors["w"].to_vector<float>() == std::vector<float>{1});
 }
 
 // ---------------------------------------------------------------- Checkpoint
