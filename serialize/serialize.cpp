@@ -210,7 +210,11 @@ Parsed parse_header(const std::string& json_text, uint64_t data_size, const std:
   }
   if (!header.is_object()) fail(detail::concat("the header must be a JSON object, got a ", header.type_name()));
   Parsed out;
-  for (const auto& [name, v] : header.members()) {
+  for (const auto& member : header.members()) {
+    // Named references, not a structured binding: the lambda below captures the name, which
+    // clang before 16 refuses for a binding.
+    const std::string& name = member.first;
+    const Json& v = member.second;
     if (name == "__metadata__") {
       if (v.is_null()) continue;  // the reference reader's Option: null is no metadata
       if (!v.is_object()) fail("'__metadata__' must be an object of strings");
