@@ -352,45 +352,55 @@ TEST_CASE("special values: NaN propagates through max/min/clamp/relu, inf throug
 
 TEST_CASE("NaN propagates as in PyTorch through relu, leaky_relu, maximum/minimum, comparisons, pooling and argmax, forward and backward", "[reference][unary]") {
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  for (DType dt : {DType::F64, DType::F32, DType::BF16, DType::F16}) {
-    INFO(dtype_name(dt));
+  std::vector<testing::Target> floating;
+  for (const testing::Target& t : testing::compiled_targets())
+    if (is_floating(t.dtype)) floating.push_back(t);
+  for (const testing::Target& target : testing::runnable(floating, "NaN propagation")) {
+    INFO(target.name());
+    const DType dt = target.dtype;
+    auto make_on = [&](const Vec& v, const Shape& shape, DType d) { return make(v, shape, d, target.dev()); };
+    auto host_close = [](const Tensor& got, const Shape& shape, const Vec& want, double rtol) {
+      return close(got.to(Device::cpu()), shape, want, rtol);
+    };
+    auto host = [](const Tensor& t) { return t.to(Device::cpu()); };
     // torch.relu(nan) = nan; its gradient (threshold_backward: result <= 0 ? 0 : grad) passes at NaN.
-    Tensor x = make({nan, -1.0, 2.0, 0.0}, {4}, dt).requires_grad_();
+    Tensor x = make_on({nan, -1.0, 2.0, 0.0}, {4}, dt).requires_grad_();
     Tensor r = relu(x);
-    CHECK(close(r, {4}, {nan, 0, 2, 0}, 0) == "");
+    CHECK(host_close(r, {4}, {nan, 0, 2, 0}, 0) == "");
     sum(r).backward();
-    CHECK(close(x.grad(), {4}, {1, 0, 1, 0}, 0) == "");
+    CHECK(host_close(x.grad(), {4}, {1, 0, 1, 0}, 0) == "");
     // leaky_relu(nan) = nan; gradient: x > 0 ? g : g * slope.
-    Tensor xl = make({nan, -1.0, 2.0}, {3}, dt).requires_grad_();
+    Tensor xl = make_on({nan, -1.0, 2.0}, {3}, dt).requires_grad_();
     Tensor l = leaky_relu(xl, 0.5);
-    CHECK(close(l, {3}, {nan, -0.5, 2}, 0) == "");
+    CHECK(host_close(l, {3}, {nan, -0.5, 2}, 0) == "");
     sum(l).backward();
-    CHECK(close(xl.grad(), {3}, {0.5, 0.5, 1}, 0) == "");
+    CHECK(host_close(xl.grad(), {3}, {0.5, 0.5, 1}, 0) == "");
     // maximum/minimum: NaN on either side wins, and both sides receive the gradient there
     // (PyTorch: where(a == b, g / 2, g) masked to 0 only where the side strictly loses).
     for (bool is_max : {true, false}) {
       INFO((is_max ? "maximum" : "minimum"));
-      Tensor a = make({nan, 1.0, 3.0, 2.0}, {4}, dt).requires_grad_();
-      Tensor b = make({1.0, nan, 1.0, 2.0}, {4}, dt).requires_grad_();
+      Tensor a = make_on({nan, 1.0, 3.0, 2.0}, {4}, dt).requires_grad_();
+      Tensor b = make_on({1.0, nan, 1.0, 2.0}, {4}, dt).requires_grad_();
       Tensor m = is_max ? maximum(a, b) : minimum(a, b);
-      CHECK(close(m, {4}, {nan, nan, is_max ? 3.0 : 1.0, 2}, 0) == "");
+      CHECK(host_close(m, {4}, {nan, nan, is_max ? 3.0 : 1.0, 2}, 0) == "");
       sum(m).backward();
-      CHECK(close(a.grad(), {4}, {1, 1, is_max ? 1.0 : 0.0, 0.5}, 0) == "");
-      CHECK(close(b.grad(), {4}, {1, 1, is_max ? 0.0 : 1.0, 0.5}, 0) == "");
+      CHECK(host_close(a.grad(), {4}, {1, 1, is_max ? 1.0 : 0.0, 0.5}, 0) == "");
+      CHECK(host_close(b.grad(), {4}, {1, 1, is_max ? 0.0 : 1.0, 0.5}, 0) == "");
     }
     // Comparisons with NaN: only ne is true.
-    Tensor n = make({nan}, {1}, dt), one = make({1.0}, {1}, dt);
-    CHECK(eq(n, n).item<bool>() == false);
-    CHECK(ne(n, n).item<bool>() == true);
-    CHECK((lt(n, one).item<bool>() || le(n, one).item<bool>() || gt(n, one).item<bool>() || ge(n, one).item<bool>()) == false);
+    Tensor n = make_on({nan}, {1}, dt), one = make_on({1.0}, {1}, dt);
+    CHECK(host(eq(n, n)).item<bool>() == false);
+    CHECK(host(ne(n, n)).item<bool>() == true);
+    CHECK((host(lt(n, one)).item<bool>() || host(le(n, one)).item<bool>() || host(gt(n, one)).item<bool>() || host(ge(n, one)).item<bool>()) == false);
     // max()/min()/argmax pick the first NaN; clamp keeps NaN.
-    Tensor v = make({1.0, nan, 3.0, nan}, {4}, dt);
-    CHECK(std::isnan(max(v).item()));
-    CHECK(std::isnan(min(v).item()));
-    CHECK(argmax(v).item<int64_t>() == 1);
-    CHECK(std::isnan(clamp(n, 0.0, 1.0).item()));
-    // max_pool2d: a NaN in the window is the result, and the gradient goes to it.
-    Tensor p = make({1.0, nan, 3.0, 4.0, 5.0, 6.0, 7.0, nan, 9.0}, {1, 1, 3, 3}, dt).requires_grad_();
+    Tensor v = make_on({1.0, nan, 3.0, nan}, {4}, dt);
+    CHECK(std::isnan(host(max(v)).item()));
+    CHECK(std::isnan(host(min(v)).item()));
+    CHECK(host(argmax(v)).item<int64_t>() == 1);
+    CHECK(std::isnan(host(clamp(n, 0.0, 1.0)).item()));
+    // max_pool2d (CPU kernels only): a NaN in the window is the result, and the gradient goes to it.
+    if (target.device != DeviceType::CPU) continue;
+    Tensor p = make_on({1.0, nan, 3.0, 4.0, 5.0, 6.0, 7.0, nan, 9.0}, {1, 1, 3, 3}, dt).requires_grad_();
     for (auto [k, s] : {std::pair{2, 1}, std::pair{2, 2}, std::pair{3, 1}}) {
       INFO("kernel " << k << " stride " << s);
       Tensor y = max_pool2d(p, {k, k}, {s, s});
@@ -399,7 +409,7 @@ TEST_CASE("NaN propagates as in PyTorch through relu, leaky_relu, maximum/minimu
     auto [y, idx] = max_pool2d_with_indices(p, {2, 2}, {1, 1});
     CHECK(idx.to_vector<int64_t>() == std::vector<int64_t>{1, 1, 7, 7});
     sum(y).backward();
-    CHECK(close(p.grad(), {1, 1, 3, 3}, {0, 2, 0, 0, 0, 0, 0, 2, 0}, 0) == "");
+    CHECK(host_close(p.grad(), {1, 1, 3, 3}, {0, 2, 0, 0, 0, 0, 0, 2, 0}, 0) == "");
   }
 }
 
