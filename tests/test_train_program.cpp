@@ -89,10 +89,10 @@ void write_cifar10(const TempDir& dir, int per_file, uint32_t seed) {
 
 // Fashion-MNIST-shaped IDX files (28x28 u8 images, u8 labels): class k is a bright horizontal
 // band at rows 2k..2k+5 over noise.
-void write_mnist_like(const TempDir& dir, int n_train, int n_test) {
+void write_mnist_like(const TempDir& dir, int n_train, int n_test, int test_side = 28) {
   uint32_t state = 7;
   auto next = [&] { return state = state * 1664525u + 1013904223u; };
-  auto write_split = [&](const std::string& prefix, int n) {
+  auto write_split = [&](const std::string& prefix, int n, int side) {
     std::vector<uint8_t> images(static_cast<size_t>(n) * 784), labels(n);
     for (int i = 0; i < n; ++i) {
       labels[i] = static_cast<uint8_t>((next() >> 24) % 10);
@@ -102,11 +102,12 @@ void write_mnist_like(const TempDir& dir, int n_train, int n_test) {
         images[i * 784 + p] = static_cast<uint8_t>((band ? 180 : 20) + (next() >> 27));
       }
     }
-    minidl::data::write_idx_u8(dir.file(prefix + "-images-idx3-ubyte"), {n, 28, 28}, images.data());
+    images.resize(static_cast<size_t>(n) * side * side);  // another side: the bands are cut, the shape is what counts
+    minidl::data::write_idx_u8(dir.file(prefix + "-images-idx3-ubyte"), {n, side, side}, images.data());
     minidl::data::write_idx_u8(dir.file(prefix + "-labels-idx1-ubyte"), {n}, labels.data());
   };
-  write_split("train", n_train);
-  write_split("t10k", n_test);
+  write_split("train", n_train, 28);
+  write_split("t10k", n_test, test_side);
 }
 }  // namespace
 
@@ -279,4 +280,17 @@ TEST_CASE("minidl-train --resume refuses a weights-only file, another batch size
   CHECK(r.output.find("not a minidl-train checkpoint") != std::string::npos);
   CHECK(r.output.find(weights) != std::string::npos);
   CHECK(r.output.find("missing key") == std::string::npos);
+}
+
+TEST_CASE("minidl-train refuses an empty training set and test images of another shape", "[train_program]") {
+  TempDir empty, mismatch;
+  write_mnist_like(empty, 0, 20);
+  Result r = run_train("--data " + empty.path.string() + " --epochs 1 --no-progress");
+  CHECK(r.status == 1);
+  CHECK(r.output.find("the training set in " + empty.path.string() + " is empty") != std::string::npos);
+  write_mnist_like(mismatch, 40, 20, 14);
+  r = run_train("--data " + mismatch.path.string() + " --epochs 1 --no-progress");
+  CHECK(r.status == 1);
+  CHECK(r.output.find("training images in " + mismatch.path.string() + " are [1, 28, 28] but test images are [1, 14, 14]") !=
+        std::string::npos);
 }
