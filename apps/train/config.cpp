@@ -188,6 +188,7 @@ std::string describe(const Config& c) {
   if (!c.resume.empty()) os << " resume=" << c.resume;
   if (c.limit_train) os << " limit_train=" << c.limit_train;
   if (c.max_steps) os << " max_steps=" << c.max_steps;
+  if (c.nan_policy != "stop") os << " nan_policy=" << c.nan_policy;
   return os.str();
 }
 
