@@ -116,7 +116,7 @@ TEST_CASE("minidl-train --help documents every flag, and bad input exits with st
   CHECK(help.status == 0);
   for (const char* flag : {"--model", "--dataset", "--data", "--epochs", "--batch-size", "--lr", "--optimizer", "--momentum",
                            "--weight-decay", "--seed", "--device", "--amp", "--checkpoint", "--resume", "--metrics", "--json",
-                           "--precision-report"}) {
+                           "--precision-report", "--nan-policy", "Exit status"}) {
     INFO(flag);
     CHECK(help.output.find(flag) != std::string::npos);
   }
