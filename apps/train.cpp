@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -36,6 +37,10 @@ using namespace minidl;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+// fp16 loss scaling has collapsed below this scale or after this many skipped steps in a row.
+constexpr double kScaleFloor = 1e-4;
+constexpr int64_t kSkipRun = 50;
 
 struct Data {
   std::unique_ptr<data::Dataset> train, test;
@@ -133,6 +138,10 @@ int run(const train::Config& c) {
 
   manual_seed(c.seed);
   Data d = load_data(c);
+  MINIDL_CHECK(d.train->size() > 0 && d.test->size() > 0, "--data", "the ", d.train->size() > 0 ? "test" : "training",
+               " set in ", c.data, " is empty");
+  MINIDL_CHECK(d.train->get(0).data.shape() == d.test->get(0).data.shape(), "--data", "training images in ", c.data, " are ",
+               shape_str(d.train->get(0).data.shape()), " but test images are ", shape_str(d.test->get(0).data.shape()));
   auto model = nn::models::make_model(c.model);
   model->to(dev);
   std::string summary = model->summary();
@@ -155,9 +164,19 @@ int run(const train::Config& c) {
 
   if (!c.resume.empty()) {
     Checkpoint ck = Checkpoint::load(c.resume);
+    for (const char* key : {"model", "dataset", "step", "loader_epoch", "loader_batch", "rng", "history"})
+      MINIDL_CHECK(ck.meta.contains(key), "--resume", c.resume, " is not a minidl-train checkpoint (it has no '", key,
+                   "' entry; a weights-only safetensors file holds no training state to resume from)");
     MINIDL_CHECK(ck.meta.at("model").as_string() == c.model && ck.meta.at("dataset").as_string() == c.dataset,
-                 "minidl-train", "checkpoint ", c.resume, " is for --model ", ck.meta.at("model").as_string(), " --dataset ",
+                 "--resume", "checkpoint ", c.resume, " is for --model ", ck.meta.at("model").as_string(), " --dataset ",
                  ck.meta.at("dataset").as_string());
+    // The data position is only meaningful for the same batches in the same order.
+    for (const auto& [key, flag, now] : {std::tuple<const char*, const char*, int64_t>{"batch_size", "--batch-size", c.batch_size},
+                                         {"limit_train", "--limit-train", c.limit_train},
+                                         {"seed", "--seed", static_cast<int64_t>(c.seed)}})
+      if (const Json* saved = ck.meta.find(key))
+        MINIDL_CHECK(saved->as_int() == now, "--resume", "checkpoint ", c.resume, " was written with ", flag, " ", saved->as_int(),
+                     ", not ", now, ": resuming would continue at the wrong sample (pass ", flag, " ", saved->as_int(), ")");
     model->load_state_dict(ck.tensors_under("model"));
     opt->load_state_dict(ck.state_dict("optim"));
     if (scaler.is_enabled() && ck.meta.contains("scaler")) {
@@ -193,6 +212,9 @@ int run(const train::Config& c) {
     ck.put("step", Json(global_step));
     ck.put("model", Json(c.model));
     ck.put("dataset", Json(c.dataset));
+    ck.put("batch_size", Json(c.batch_size));
+    ck.put("limit_train", Json(c.limit_train));
+    ck.put("seed", Json(static_cast<int64_t>(c.seed)));
     Json h = Json::array();
     for (const auto& m : history) h.push_back(train::to_json(m));
     ck.put("history", h);
@@ -208,6 +230,10 @@ int run(const train::Config& c) {
   double last_train_loss = 0, last_train_acc = 0;
   bool stop = false;
   const bool want_report = !c.precision_report.empty();
+  std::string diverged;            // why the run stopped on a non-finite loss (--nan-policy stop)
+  int64_t nonfinite_batches = 0;   // batches skipped for a non-finite loss (--nan-policy skip)
+  int64_t consecutive_skips = 0;   // fp16 steps skipped in a row for inf/NaN gradients
+  bool warned_scale = false;
 
   for (int64_t epoch = start_epoch; epoch < c.epochs && !stop; ++epoch) {
     const auto t_epoch = Clock::now();
@@ -231,22 +257,46 @@ int run(const train::Config& c) {
         loss = cross_entropy(out, target);
       }
       recorder.reset();
-      scaler.scale(loss).backward();
-      if (report && is_main) {
-        report->add_parameter_gradients(model->parameters());
-        write_precision_report(*report, c.precision_report);
+      const double loss_value = loss.item();
+      const bool finite = std::isfinite(loss_value);
+      if (!finite) {
+        ++nonfinite_batches;
+        if (group) {  // one rank leaving the step would leave the others waiting in its allreduce
+          std::fprintf(stderr, "minidl-train: rank %d: non-finite training loss (%g) at epoch %lld, step %lld; stopping every rank\n",
+                       group->rank(), loss_value, static_cast<long long>(epoch + 1), static_cast<long long>(global_step + 1));
+          dist::abort_all(3);
+        }
+        if (c.nan_policy == "stop") {
+          diverged = detail::concat("non-finite training loss (", loss_value, ") at epoch ", epoch + 1, ", step ", global_step + 1);
+          stop = true;
+          break;
+        }
+      } else {
+        scaler.scale(loss).backward();
+        if (report && is_main) {
+          report->add_parameter_gradients(model->parameters());
+          write_precision_report(*report, c.precision_report);
+        }
+        const amp::StepResult r = scaler.step(*opt);
+        scaler.update();
+        consecutive_skips = scaler.is_enabled() && !r.stepped ? consecutive_skips + 1 : 0;
+        if (scaler.is_enabled() && !warned_scale && (scaler.get_scale() < kScaleFloor || consecutive_skips >= kSkipRun)) {
+          warned_scale = true;
+          std::fprintf(stderr,
+                       "minidl-train: warning: the fp16 loss scale collapsed to %g after %lld consecutive skipped steps "
+                       "(inf/NaN gradients at every scale): lower --lr, or use --amp bf16\n",
+                       scaler.get_scale(), static_cast<long long>(consecutive_skips));
+        }
+        const int64_t n = batch.target.numel();
+        {
+          NoGradGuard ng;
+          loss_sum += loss_value * n;
+          correct += static_cast<int64_t>(sum(eq(argmax(out, 1), target)).item());
+        }
+        seen += n;
       }
-      scaler.step(*opt);
-      scaler.update();
       ++global_step;
       ++step_in_epoch;
-      const int64_t n = batch.target.numel();
-      {
-        NoGradGuard ng;
-        loss_sum += loss.item() * n;
-        correct += static_cast<int64_t>(sum(eq(argmax(out, 1), target)).item());
-      }
-      seen += n;
       const auto now = Clock::now();
       epoch_train_s += std::chrono::duration<double>(now - t_step).count();
       t_step = now;
@@ -255,8 +305,8 @@ int run(const train::Config& c) {
       st.epochs = c.epochs;
       st.step = step_in_epoch;
       st.steps = steps_per_epoch;
-      st.loss = loss_sum / seen;
-      st.accuracy = static_cast<double>(correct) / seen;
+      st.loss = seen ? loss_sum / seen : 0;
+      st.accuracy = seen ? static_cast<double>(correct) / seen : 0;
       st.lr = opt->param_groups()[0].lr();
       st.samples_per_s = seen * world / std::max(epoch_train_s, 1e-9);
       st.eta_s = (steps_per_epoch - step_in_epoch) * epoch_train_s / std::max<int64_t>(1, step_in_epoch) +
@@ -274,6 +324,10 @@ int run(const train::Config& c) {
     train_samples += seen;
     last_train_loss = seen ? loss_sum / seen : 0;
     last_train_acc = seen ? static_cast<double>(correct) / seen : 0;
+    if (!diverged.empty()) {
+      last_train_loss = std::numeric_limits<double>::quiet_NaN();  // null in the summary, with the reason
+      break;  // no checkpoint of a diverged state
+    }
     if (stop && loader.state().epoch == epoch && loader.state().batch < steps_per_epoch && loader.state().batch > 0) {
       // Stopped mid-epoch (--max-steps): keep the position so --resume continues from here.
       if (!c.checkpoint.empty()) save_checkpoint(c.checkpoint);
@@ -320,12 +374,20 @@ int run(const train::Config& c) {
   j["final_scale"] = scaler.get_scale();
   j["skipped_steps"] = scaler.skipped_steps();
   j["saved_activation_bytes"] = static_cast<int64_t>(autograd::peak_saved_tensor_bytes() - saved_baseline);
+  j["nonfinite_loss_batches"] = nonfinite_batches;
+  if (!diverged.empty()) j["stopped"] = diverged;
+  train::null_nonfinite(j);
   const std::string line = j.dump();
   if (!c.json.empty()) {
     const std::string text = j.dump(2) + "\n";
     write_file_atomically(c.json, [&](const ByteSink& sink) { sink(text.data(), text.size()); });
   }
   std::printf("%s\n", line.c_str());
+  if (!diverged.empty()) {
+    std::fprintf(stderr, "minidl-train: %s: stopped (lower --lr, or pass --nan-policy skip to skip such batches)\n",
+                 diverged.c_str());
+    return 3;
+  }
   return 0;
 }
 

@@ -126,16 +126,14 @@ template std::vector<std::string> Json::as_vector<std::string>() const;
 Json& Json::operator[](const std::string& key) {
   if (type_ == Type::Null) type_ = Type::Object;
   require(Type::Object, "operator[]");
-  for (auto& m : obj_)
-    if (m.first == key) return m.second;
-  obj_.emplace_back(key, Json());
-  return obj_.back().second;
+  auto [it, inserted] = index_.try_emplace(key, obj_.size());
+  if (inserted) obj_.emplace_back(key, Json());
+  return obj_[it->second].second;
 }
 const Json* Json::find(const std::string& key) const {
   if (type_ != Type::Object) return nullptr;
-  for (const auto& m : obj_)
-    if (m.first == key) return &m.second;
-  return nullptr;
+  auto it = index_.find(key);
+  return it == index_.end() ? nullptr : &obj_[it->second].second;
 }
 const Json& Json::at(const std::string& key) const {
   require(Type::Object, "at");
@@ -149,12 +147,14 @@ const std::vector<Json::Member>& Json::members() const {
 }
 bool Json::erase(const std::string& key) {
   require(Type::Object, "erase");
-  for (auto it = obj_.begin(); it != obj_.end(); ++it)
-    if (it->first == key) {
-      obj_.erase(it);
-      return true;
-    }
-  return false;
+  auto it = index_.find(key);
+  if (it == index_.end()) return false;
+  const size_t pos = it->second;
+  index_.erase(it);
+  obj_.erase(obj_.begin() + static_cast<std::ptrdiff_t>(pos));
+  for (auto& entry : index_)
+    if (entry.second > pos) --entry.second;
+  return true;
 }
 
 double Json::get(const std::string& key, double dflt) const {

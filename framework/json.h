@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -102,6 +103,9 @@ class Json {
   std::string s_;
   std::vector<Json> arr_;
   std::vector<Member> obj_;
+  // Position of each key in obj_: key lookup and insertion are O(1), so parsing an object of n
+  // keys (a safetensors header with 100k entries) is linear, not quadratic.
+  std::unordered_map<std::string, size_t> index_;
 };
 
 }  // namespace minidl

@@ -7,10 +7,19 @@
 
 namespace minidl {
 
-int64_t numel_of(const Shape& shape) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
+std::optional<int64_t> checked_numel(const Shape& shape) {
+  int64_t n = 1, span = 1;  // span: the product with zero dims as 1, the largest contiguous stride
+  for (int64_t s : shape) {
+    if (__builtin_mul_overflow(span, std::max<int64_t>(s, 1), &span)) return std::nullopt;
+    n *= s;
+  }
   return n;
+}
+
+int64_t numel_of(const Shape& shape, const char* op) {
+  const std::optional<int64_t> n = checked_numel(shape);
+  MINIDL_CHECK(n.has_value(), op, "shape ", shape_str(shape), " overflows int64 (too many elements)");
+  return *n;
 }
 
 Shape contiguous_strides(const Shape& shape) {

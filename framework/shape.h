@@ -1,6 +1,7 @@
 // Shapes and strides: broadcasting, contiguity, printing.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -8,7 +9,11 @@ namespace minidl {
 
 using Shape = std::vector<int64_t>;
 
-int64_t numel_of(const Shape& shape);
+// The element count of shape. Throws naming op when the product of the dims, zero dims counted as
+// 1 (so that the strides of an empty tensor fit as well), overflows int64.
+int64_t numel_of(const Shape& shape, const char* op = "numel");
+// The same count, or nullopt where numel_of would throw.
+std::optional<int64_t> checked_numel(const Shape& shape);
 Shape contiguous_strides(const Shape& shape);
 std::string shape_str(const Shape& shape);  // "[2, 3]"
 // PyTorch broadcasting: align trailing dims; each pair must be equal or one of them 1.

@@ -134,26 +134,27 @@ Tensor pow(const Tensor& a_arg, const Tensor& b_arg) {
   return p.out;
 }
 
-Tensor maximum(const Tensor& a, const Tensor& b) {
-  Prepared p = prepare(BinaryOp::Max, a, b, 1.0);
-  autograd::record("MaximumBackward", {p.a, p.b}, {p.out}, {p.a, p.b},
-                   [sa = p.a.shape(), sb = p.b.shape()](const TensorList& g, const TensorList& s) {
-                     // Ties split the gradient evenly, as PyTorch.
-                     Tensor wa = add(cast(gt(s[0], s[1]), g[0].dtype()), mul(cast(eq(s[0], s[1]), g[0].dtype()), 0.5));
-                     return TensorList{sum_to(mul(g[0], wa), sa), sum_to(mul(g[0], rsub(wa, 1.0)), sb)};
-                   });
-  return p.out;
+namespace {
+// Gradients of maximum (is_max) or minimum, as PyTorch: each side receives g except where it
+// strictly loses (0) or ties (g / 2), so both sides receive g where either is NaN.
+TensorList extreme_pair_backward(bool is_max, const Tensor& g, const Tensor& a, const Tensor& b, const Shape& sa, const Shape& sb) {
+  const Tensor half_tie = mul(cast(eq(a, b), g.dtype()), 0.5);
+  auto share = [&](const Tensor& loses) { return mul(g, rsub(add(cast(loses, g.dtype()), half_tie), 1.0)); };
+  return TensorList{sum_to(share(is_max ? lt(a, b) : gt(a, b)), sa), sum_to(share(is_max ? gt(a, b) : lt(a, b)), sb)};
 }
 
-Tensor minimum(const Tensor& a, const Tensor& b) {
-  Prepared p = prepare(BinaryOp::Min, a, b, 1.0);
-  autograd::record("MinimumBackward", {p.a, p.b}, {p.out}, {p.a, p.b},
-                   [sa = p.a.shape(), sb = p.b.shape()](const TensorList& g, const TensorList& s) {
-                     Tensor wa = add(cast(lt(s[0], s[1]), g[0].dtype()), mul(cast(eq(s[0], s[1]), g[0].dtype()), 0.5));
-                     return TensorList{sum_to(mul(g[0], wa), sa), sum_to(mul(g[0], rsub(wa, 1.0)), sb)};
+Tensor extreme_pair(bool is_max, const Tensor& a, const Tensor& b) {
+  Prepared p = prepare(is_max ? BinaryOp::Max : BinaryOp::Min, a, b, 1.0);
+  autograd::record(is_max ? "MaximumBackward" : "MinimumBackward", {p.a, p.b}, {p.out}, {p.a, p.b},
+                   [is_max, sa = p.a.shape(), sb = p.b.shape()](const TensorList& g, const TensorList& s) {
+                     return extreme_pair_backward(is_max, g[0], s[0], s[1], sa, sb);
                    });
   return p.out;
 }
+}  // namespace
+
+Tensor maximum(const Tensor& a, const Tensor& b) { return extreme_pair(true, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return extreme_pair(false, a, b); }
 
 // ---- scalar forms
 

@@ -23,6 +23,8 @@ Tensor empty_like(const Tensor& t) { return empty(t.shape(), TensorOptions(t.dty
 Tensor full_like(const Tensor& t, double v) { return full(t.shape(), v, TensorOptions(t.dtype()).device(t.device())); }
 
 Tensor arange(double start, double end, double step, TensorOptions opts) {
+  MINIDL_CHECK(std::isfinite(start) && std::isfinite(end) && std::isfinite(step), "arange", "unsupported range ", start, " -> ",
+               end, " with step ", step, ": start, end and step must be finite");
   MINIDL_CHECK(step != 0, "arange", "step must be nonzero");
   // The default dtype is i64: fractional values would silently truncate (arange(0, 1, 0.25) -> 0s).
   MINIDL_CHECK(is_floating(opts.dtype_) || (std::trunc(start) == start && std::trunc(step) == step), "arange",
@@ -30,7 +32,10 @@ Tensor arange(double start, double end, double step, TensorOptions opts) {
                "; pass a floating dtype (e.g. arange(", start, ", ", end, ", ", step, ", DType::F32))");
   MINIDL_CHECK((end - start) / step >= 0, "arange", "upper bound and step are inconsistent (start ", start,
                ", end ", end, ", step ", step, ")");
-  int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
+  const double count = std::ceil((end - start) / step);
+  MINIDL_CHECK(count < 9.2e18, "arange", "the range ", start, " -> ", end, " with step ", step, " has ", count,
+               " elements, more than int64 can count");
+  const int64_t n = static_cast<int64_t>(count);
   std::vector<double> v(n);
   for (int64_t k = 0; k < n; ++k) v[k] = start + k * step;
   return cast(from_vector(v, {n}), opts.dtype_).to(opts.device_);

@@ -75,7 +75,10 @@ Tensor empty(const Shape& shape, TensorOptions opts) {
   for (int64_t s : shape) MINIDL_CHECK(s >= 0, "empty", "negative dimension in shape ", shape_str(shape));
   if (!opts.device_.is_cpu()) cuda::check_device(opts.device_, "empty");
   auto i = std::make_shared<TensorImpl>();
-  i->storage = std::make_shared<Storage>(static_cast<size_t>(numel_of(shape)) * element_size(opts.dtype_), opts.device_);
+  size_t nbytes = 0;
+  MINIDL_CHECK(!__builtin_mul_overflow(static_cast<size_t>(numel_of(shape, "empty")), element_size(opts.dtype_), &nbytes), "empty",
+               "shape ", shape_str(shape), " of ", dtype_name(opts.dtype_), " needs more bytes than size_t can count");
+  i->storage = std::make_shared<Storage>(nbytes, opts.device_);
   i->sizes = shape;
   i->strides = contiguous_strides(shape);
   i->dtype = opts.dtype_;

@@ -16,21 +16,23 @@ namespace {
 // Infers one -1 entry and checks the element count.
 Shape infer_shape(const Shape& shape, int64_t numel, const char* op) {
   Shape out = shape;
-  int64_t known = 1, infer = -1;
+  int64_t infer = -1;
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
       MINIDL_CHECK(infer < 0, op, "only one dimension can be inferred in ", shape_str(shape));
       infer = static_cast<int64_t>(i);
     } else {
       MINIDL_CHECK(out[i] >= 0, op, "invalid shape dimension ", out[i], " in ", shape_str(shape));
-      known *= out[i];
     }
   }
+  Shape known_dims = out;
+  if (infer >= 0) known_dims[infer] = 1;
+  const int64_t known = numel_of(known_dims, op);
   if (infer >= 0) {
     MINIDL_CHECK(known != 0 && numel % known == 0, op, "shape ", shape_str(shape), " is invalid for input of size ", numel);
     out[infer] = numel / known;
   }
-  MINIDL_CHECK(numel_of(out) == numel, op, "shape ", shape_str(shape), " is invalid for input of size ", numel);
+  MINIDL_CHECK(numel_of(out, op) == numel, op, "shape ", shape_str(shape), " is invalid for input of size ", numel);
   return out;
 }
 

@@ -2,6 +2,7 @@
 #include "serialize/serialize.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,6 +38,27 @@ void write_all(int fd, const void* data, size_t n, const std::string& path) {
     n -= static_cast<size_t>(w);
   }
 }
+
+// Removes what saves of one target that were killed left in dir: files named prefix plus exactly
+// mkstemp's 6 letters or digits that no live writer holds (a writer keeps an exclusive flock on
+// its temporary file until the rename, and the lock ends with its process).
+void remove_stale_temporaries(const std::filesystem::path& dir, const std::string& prefix) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) continue;
+    if (!std::all_of(name.begin() + static_cast<std::ptrdiff_t>(prefix.size()), name.end(),
+                     [](char ch) { return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'); }))
+      continue;
+    std::error_code type_ec;
+    if (!it->is_regular_file(type_ec) || it->is_symlink(type_ec)) continue;
+    const int fd = ::open(it->path().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) continue;
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) ::unlink(it->path().c_str());
+    ::close(fd);
+  }
+}
 }  // namespace
 
 void write_file_atomically(const std::string& path, const std::function<void(const ByteSink&)>& write) {
@@ -45,20 +67,25 @@ void write_file_atomically(const std::string& path, const std::function<void(con
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::string tmp_name = ".";  // built step by step: GCC 12 warns falsely on "." + string
   tmp_name += target.filename().string();
-  tmp_name += ".tmp-XXXXXX";
+  tmp_name += ".tmp-";
+  remove_stale_temporaries(dir, tmp_name);
+  tmp_name += "XXXXXX";
   std::string tmpl = (dir / tmp_name).string();
   int fd = ::mkstemp(tmpl.data());
   MINIDL_CHECK(fd >= 0, "write_file_atomically", "cannot create a temporary file next to '", path, "': ", errno_str());
   const std::string tmp = tmpl;
   try {
+    // Held until the rename: marks the file as a save in progress for remove_stale_temporaries.
+    MINIDL_CHECK(::flock(fd, LOCK_EX) == 0, "write_file_atomically", "cannot lock the temporary file for '", path, "': ", errno_str());
     ::fchmod(fd, 0644);  // mkstemp creates 0600; a saved model should be readable like any file
     write([&](const void* data, size_t n) { write_all(fd, data, n, path); });
     MINIDL_CHECK(::fsync(fd) == 0, "write_file_atomically", "fsync of '", path, "' failed: ", errno_str());
+    // Renamed while still open (and locked), so that no other save takes it for a stale one.
+    MINIDL_CHECK(::rename(tmp.c_str(), path.c_str()) == 0, "write_file_atomically", "cannot rename the temporary file to '",
+                 path, "': ", errno_str());
     const int rc = ::close(fd);
     fd = -1;
     MINIDL_CHECK(rc == 0, "write_file_atomically", "closing '", path, "' failed: ", errno_str());
-    MINIDL_CHECK(::rename(tmp.c_str(), path.c_str()) == 0, "write_file_atomically", "cannot rename the temporary file to '",
-                 path, "': ", errno_str());
   } catch (...) {
     if (fd >= 0) ::close(fd);
     ::unlink(tmp.c_str());
@@ -183,7 +210,11 @@ Parsed parse_header(const std::string& json_text, uint64_t data_size, const std:
   }
   if (!header.is_object()) fail(detail::concat("the header must be a JSON object, got a ", header.type_name()));
   Parsed out;
-  for (const auto& [name, v] : header.members()) {
+  for (const auto& member : header.members()) {
+    // Named references, not a structured binding: the lambda below captures the name, which
+    // clang before 16 refuses for a binding.
+    const std::string& name = member.first;
+    const Json& v = member.second;
     if (name == "__metadata__") {
       if (v.is_null()) continue;  // the reference reader's Option: null is no metadata
       if (!v.is_object()) fail("'__metadata__' must be an object of strings");
@@ -210,19 +241,19 @@ Parsed parse_header(const std::string& json_text, uint64_t data_size, const std:
       bad(err.what());
     }
     if (!sh->is_array()) bad("'shape' must be an array of non-negative integers");
-    int64_t numel = 1;
     for (const Json& d : sh->elements()) {
       if (!d.is_int() || d.as_int() < 0) bad("'shape' must be an array of non-negative integers");
       e.shape.push_back(d.as_int());
-      if (__builtin_mul_overflow(numel, d.as_int(), &numel)) bad("shape overflows");
     }
+    const std::optional<int64_t> numel = checked_numel(e.shape);
+    if (!numel) bad(detail::concat("shape ", shape_str(e.shape), " overflows int64"));
     if (!off->is_array() || off->size() != 2 || !(*off)[0].is_int() || !(*off)[1].is_int() || (*off)[0].as_int() < 0 ||
         (*off)[1].as_int() < (*off)[0].as_int())
       bad("'data_offsets' must be [begin, end] with 0 <= begin <= end");
     e.begin = static_cast<uint64_t>((*off)[0].as_int());
     e.end = static_cast<uint64_t>((*off)[1].as_int());
     uint64_t nbytes = 0;
-    if (__builtin_mul_overflow(static_cast<uint64_t>(numel), static_cast<uint64_t>(element_size(e.dtype)), &nbytes))
+    if (__builtin_mul_overflow(static_cast<uint64_t>(*numel), static_cast<uint64_t>(element_size(e.dtype)), &nbytes))
       bad("size overflows");
     if (e.end - e.begin != nbytes)
       bad(detail::concat("data_offsets [", e.begin, ", ", e.end, "] hold ", e.end - e.begin, " bytes but ",

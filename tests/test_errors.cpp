@@ -1,6 +1,8 @@
 // Error messages: every failure a user can cause is a minidl::Error that names the op and says what
 // it got (shapes, dtypes, devices, dims) and, where useful, what it expected.
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
 
 #include "framework/cuda.h"
 #include "minidl.h"
@@ -178,6 +180,11 @@ TEST_CASE("factory and conversion errors", "[errors][factory]") {
   CHECK_THROWS_WITH(from_vector<float>({1, 2}, {3}), Contains("from_vector") && Contains("2 values") && Contains("[3]"));
   CHECK_THROWS_WITH(arange(0, 1, 0), Contains("arange") && Contains("nonzero"));
   CHECK_THROWS_WITH(arange(1, 0, 1), Contains("arange") && Contains("inconsistent"));
+  const double inf = std::numeric_limits<double>::infinity();
+  CHECK_THROWS_WITH(arange(0, inf), Contains("arange") && Contains("finite") && Contains("inf"));
+  CHECK_THROWS_WITH(arange(-inf, 0), Contains("arange") && Contains("finite"));
+  CHECK_THROWS_WITH(arange(0, 1, std::nan("")), Contains("arange") && Contains("finite"));
+  CHECK_THROWS_WITH(arange(0, 1e300, 1, DType::F64), Contains("arange") && Contains("more than int64"));
   CHECK_THROWS_WITH(arange(0, 1, 0.25), Contains("arange") && Contains("0.25") && Contains("i64") && Contains("F32"));
   CHECK_THROWS_WITH(arange(0.5, 3, 1, DType::I32), Contains("arange") && Contains("0.5") && Contains("i32"));
   CHECK_THROWS_WITH(zeros({2}).item(), Contains("item") && Contains("2 elements"));
@@ -189,6 +196,18 @@ TEST_CASE("factory and conversion errors", "[errors][factory]") {
   CHECK_THROWS_WITH(exp(Tensor()), Contains("exp") && Contains("undefined"));
   CHECK_THROWS_WITH(sum(Tensor()), Contains("sum") && Contains("undefined"));
   CHECK_THROWS_WITH(mm(Tensor(), zeros({1, 1})), Contains("mm") && Contains("undefined"));
+}
+
+TEST_CASE("element and byte counts that overflow int64 are errors naming the op and the shape", "[errors][factory]") {
+  const int64_t big = int64_t{1} << 32, huge = int64_t{1} << 62;
+  CHECK_THROWS_WITH(zeros({big, big}), Contains("empty") && Contains("[4294967296, 4294967296]") && Contains("overflows int64"));
+  // An empty tensor whose strides would overflow is refused too (its element count is 0).
+  CHECK_THROWS_WITH(empty({0, huge, huge}), Contains("empty") && Contains("overflows int64"));
+  CHECK_THROWS_WITH(empty({huge}, TensorOptions(DType::F64)), Contains("empty") && Contains("bytes"));
+  CHECK_THROWS_WITH(zeros({0}).reshape({big, big, 0}), Contains("reshape") && Contains("overflows int64"));
+  CHECK_THROWS_WITH(zeros({0}).reshape({big, big, 0, -1}), Contains("reshape") && Contains("overflows int64"));
+  CHECK(empty({0, huge}).numel() == 0);
+  CHECK(empty({huge - 1, 0}).numel() == 0);
 }
 
 TEST_CASE("autograd misuse errors", "[errors][autograd]") {

@@ -350,6 +350,69 @@ TEST_CASE("special values: NaN propagates through max/min/clamp/relu, inf throug
   CHECK(i.item<int64_t>() == 1);  // the first NaN, as PyTorch
 }
 
+TEST_CASE("NaN propagates as in PyTorch through relu, leaky_relu, maximum/minimum, comparisons, pooling and argmax, forward and backward", "[reference][unary]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<testing::Target> floating;
+  for (const testing::Target& t : testing::compiled_targets())
+    if (is_floating(t.dtype)) floating.push_back(t);
+  for (const testing::Target& target : testing::runnable(floating, "NaN propagation")) {
+    INFO(target.name());
+    const DType dt = target.dtype;
+    auto make_on = [&](const Vec& v, const Shape& shape, DType d) { return make(v, shape, d, target.dev()); };
+    auto host_close = [](const Tensor& got, const Shape& shape, const Vec& want, double rtol) {
+      return close(got.to(Device::cpu()), shape, want, rtol);
+    };
+    auto host = [](const Tensor& t) { return t.to(Device::cpu()); };
+    // torch.relu(nan) = nan; its gradient (threshold_backward: result <= 0 ? 0 : grad) passes at NaN.
+    Tensor x = make_on({nan, -1.0, 2.0, 0.0}, {4}, dt).requires_grad_();
+    Tensor r = relu(x);
+    CHECK(host_close(r, {4}, {nan, 0, 2, 0}, 0) == "");
+    sum(r).backward();
+    CHECK(host_close(x.grad(), {4}, {1, 0, 1, 0}, 0) == "");
+    // leaky_relu(nan) = nan; gradient: x > 0 ? g : g * slope.
+    Tensor xl = make_on({nan, -1.0, 2.0}, {3}, dt).requires_grad_();
+    Tensor l = leaky_relu(xl, 0.5);
+    CHECK(host_close(l, {3}, {nan, -0.5, 2}, 0) == "");
+    sum(l).backward();
+    CHECK(host_close(xl.grad(), {3}, {0.5, 0.5, 1}, 0) == "");
+    // maximum/minimum: NaN on either side wins, and both sides receive the gradient there
+    // (PyTorch: where(a == b, g / 2, g) masked to 0 only where the side strictly loses).
+    for (bool is_max : {true, false}) {
+      INFO((is_max ? "maximum" : "minimum"));
+      Tensor a = make_on({nan, 1.0, 3.0, 2.0}, {4}, dt).requires_grad_();
+      Tensor b = make_on({1.0, nan, 1.0, 2.0}, {4}, dt).requires_grad_();
+      Tensor m = is_max ? maximum(a, b) : minimum(a, b);
+      CHECK(host_close(m, {4}, {nan, nan, is_max ? 3.0 : 1.0, 2}, 0) == "");
+      sum(m).backward();
+      CHECK(host_close(a.grad(), {4}, {1, 1, is_max ? 1.0 : 0.0, 0.5}, 0) == "");
+      CHECK(host_close(b.grad(), {4}, {1, 1, is_max ? 0.0 : 1.0, 0.5}, 0) == "");
+    }
+    // Comparisons with NaN: only ne is true.
+    Tensor n = make_on({nan}, {1}, dt), one = make_on({1.0}, {1}, dt);
+    CHECK(host(eq(n, n)).item<bool>() == false);
+    CHECK(host(ne(n, n)).item<bool>() == true);
+    CHECK((host(lt(n, one)).item<bool>() || host(le(n, one)).item<bool>() || host(gt(n, one)).item<bool>() || host(ge(n, one)).item<bool>()) == false);
+    // max()/min()/argmax pick the first NaN; clamp keeps NaN.
+    Tensor v = make_on({1.0, nan, 3.0, nan}, {4}, dt);
+    CHECK(std::isnan(host(max(v)).item()));
+    CHECK(std::isnan(host(min(v)).item()));
+    CHECK(host(argmax(v)).item<int64_t>() == 1);
+    CHECK(std::isnan(host(clamp(n, 0.0, 1.0)).item()));
+    // max_pool2d (CPU kernels only): a NaN in the window is the result, and the gradient goes to it.
+    if (target.device != DeviceType::CPU) continue;
+    Tensor p = make_on({1.0, nan, 3.0, 4.0, 5.0, 6.0, 7.0, nan, 9.0}, {1, 1, 3, 3}, dt).requires_grad_();
+    for (auto [k, s] : {std::pair{2, 1}, std::pair{2, 2}, std::pair{3, 1}}) {
+      INFO("kernel " << k << " stride " << s);
+      Tensor y = max_pool2d(p, {k, k}, {s, s});
+      for (double e : y.to_vector<double>()) CHECK(std::isnan(e));
+    }
+    auto [y, idx] = max_pool2d_with_indices(p, {2, 2}, {1, 1});
+    CHECK(idx.to_vector<int64_t>() == std::vector<int64_t>{1, 1, 7, 7});
+    sum(y).backward();
+    CHECK(host_close(p.grad(), {1, 1, 3, 3}, {0, 2, 0, 0, 0, 0, 0, 2, 0}, 0) == "");
+  }
+}
+
 TEST_CASE("special values in f32, bf16 and f16: the vectorized exp, log, tanh, sigmoid, gelu, softplus", "[reference][unary]") {
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
   // 20 values, so that both a full AVX-512 packet and the masked tail see special values.

@@ -2,6 +2,8 @@
 // implementation's own test vectors, a byte-level header check, round trips of every dtype,
 // every corruption the reader must reject with an error naming the file), atomic writes (no
 // partial or temporary file after a failure) and the Checkpoint container.
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -97,6 +99,41 @@ TEST_CASE("Json rejects malformed text, naming the byte", "[serialize][json]") {
   CHECK_THROWS_WITH(Json::parse(std::string(300, '[') + std::string(300, ']')), Catch::Contains("nesting"));
   CHECK_THROWS_WITH(Json::parse(""), Catch::Contains("unexpected end"));
   CHECK_THROWS_WITH(Json::parse("tru"), Catch::Contains("unexpected character"));
+}
+
+TEST_CASE("Json parses an object of 200k keys (key lookup is not linear) and refuses deep nesting", "[serialize][json]") {
+  // A safetensors header with many entries: each key is looked up once per insertion, so a
+  // linear lookup makes this quadratic (minutes instead of milliseconds; the ctest timeout catches it).
+  constexpr int kKeys = 200000;
+  std::string text = "{";
+  for (int i = 0; i < kKeys; ++i) text += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":" + std::to_string(i);
+  text += "}";
+  Json j = Json::parse(text);
+  REQUIRE(j.size() == static_cast<size_t>(kKeys));
+  CHECK(j.members().front().first == "k0");
+  CHECK(j.members().back().first == "k199999");
+  CHECK(j.at("k123456").as_int() == 123456);
+  CHECK(j.find("k200000") == nullptr);
+  // Lookups stay right after erasing and inserting.
+  CHECK(j.erase("k5"));
+  CHECK(!j.contains("k5"));
+  CHECK(j.at("k6").as_int() == 6);
+  CHECK(j.at("k199999").as_int() == 199999);
+  j["k5"] = "back";
+  CHECK(j.members().back().first == "k5");
+  CHECK(j.at("k5").as_string() == "back");
+  CHECK(j.size() == static_cast<size_t>(kKeys));
+  Json copy = j;
+  copy["k7"] = 70;
+  CHECK(copy.at("k7").as_int() == 70);
+  CHECK(j.at("k7").as_int() == 7);
+  CHECK(Json::parse(copy.dump()) == copy);
+  // Deep nesting is an error, never a stack overflow, however deep the input goes.
+  for (const char* open : {"[", "{\"a\":"}) {
+    std::string deep;
+    for (int i = 0; i < 1000000; ++i) deep += open;
+    CHECK_THROWS_WITH(Json::parse(deep), Catch::Contains("nesting deeper than 256 levels"));
+  }
 }
 
 // ---------------------------------------------------------------- safetensors: exact bytes
@@ -246,6 +283,9 @@ TEST_CASE("corrupted and truncated files are rejected with the file and the prob
                "'data_offsets' must be [begin, end]");
   expect_error(file_of(R"({"a":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,4]}})", f32_bytes({1})),
                "overflows");
+  expect_error(file_of(R"({"a":{"dtype":"F32","shape":[0,4611686018427387904,4611686018427387904],"data_offsets":[0,0]}})"),
+               "tensor 'a': shape [0, 4611686018427387904, 4611686018427387904] overflows int64");
+  expect_error(file_of(R"({"a":{"dtype":"F64","shape":[4611686018427387904],"data_offsets":[0,0]}})"), "size overflows");
   expect_error(file_of(R"({"__metadata__":{"k":1}})"), "'__metadata__' entry 'k' must be a string, got integer");
   expect_error(file_of(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"extra":1}})", f32_bytes({1})),
                "unknown field 'extra'");
@@ -291,6 +331,31 @@ TEST_CASE("a failed save leaves the previous file intact and no temporary file b
   safetensors::save_file({{"w", from_vector<float>({9})}}, path);
   CHECK(safetensors::load_file(path).tensors["w"].to_vector<float>() == std::vector<float>{9});
   CHECK(dir.entries() == std::vector<std::string>{"adir", "model.safetensors"});
+}
+
+TEST_CASE("a save removes the temporary files that killed saves of the same target left, and only those", "[serialize][atomic]") {
+  TempDir dir;
+  const std::string path = dir.file("model.safetensors");
+  const std::vector<std::string> kept{".model.safetensors.tmp-abc12",     // not mkstemp's 6 characters
+                                      ".model.safetensors.tmp-abc1234",   // nor 7
+                                      ".other.safetensors.tmp-abc123",    // another target
+                                      ".model.safetensors.tmp-ab.123",    // not mkstemp's alphabet
+                                      "model.safetensors.tmp-abc123",     // not hidden
+                                      ".model.safetensors.tmp-Live01"};   // a save in progress (locked)
+  for (const std::string& name : kept) write_bytes(dir.file(name), "x");
+  write_bytes(dir.file(".model.safetensors.tmp-Stale1"), "partial");
+  write_bytes(dir.file(".model.safetensors.tmp-z9Y8x7"), "partial");
+  // A writer that is still alive holds an exclusive lock on its temporary file.
+  const int live = ::open(dir.file(".model.safetensors.tmp-Live01").c_str(), O_RDWR);
+  REQUIRE(live >= 0);
+  REQUIRE(::flock(live, LOCK_EX) == 0);
+  safetensors::save_file({{"w", from_vector<float>({1})}}, path);
+  ::close(live);
+  std::vector<std::string> want = kept;
+  want.push_back("model.safetensors");
+  std::sort(want.begin(), want.end());
+  CHECK(dir.entries() == want);
+  CHECK(safetensors::load_file(path).tensors["w"].to_vector<float>() == std::vector<float>{1});
 }
 
 // ---------------------------------------------------------------- Checkpoint

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -92,10 +93,10 @@ void write_cifar10(const TempDir& dir, int per_file, uint32_t seed) {
 
 // Fashion-MNIST-shaped IDX files (28x28 u8 images, u8 labels): class k is a bright horizontal
 // band at rows 2k..2k+5 over noise.
-void write_mnist_like(const TempDir& dir, int n_train, int n_test) {
+void write_mnist_like(const TempDir& dir, int n_train, int n_test, int test_side = 28) {
   uint32_t state = 7;
   auto next = [&] { return state = state * 1664525u + 1013904223u; };
-  auto write_split = [&](const std::string& prefix, int n) {
+  auto write_split = [&](const std::string& prefix, int n, int side) {
     std::vector<uint8_t> images(static_cast<size_t>(n) * 784), labels(n);
     for (int i = 0; i < n; ++i) {
       labels[i] = static_cast<uint8_t>((next() >> 24) % 10);
@@ -105,11 +106,12 @@ void write_mnist_like(const TempDir& dir, int n_train, int n_test) {
         images[i * 784 + p] = static_cast<uint8_t>((band ? 180 : 20) + (next() >> 27));
       }
     }
-    minidl::data::write_idx_u8(dir.file(prefix + "-images-idx3-ubyte"), {n, 28, 28}, images.data());
+    images.resize(static_cast<size_t>(n) * side * side);  // another side: the bands are cut, the shape is what counts
+    minidl::data::write_idx_u8(dir.file(prefix + "-images-idx3-ubyte"), {n, side, side}, images.data());
     minidl::data::write_idx_u8(dir.file(prefix + "-labels-idx1-ubyte"), {n}, labels.data());
   };
-  write_split("train", n_train);
-  write_split("t10k", n_test);
+  write_split("train", n_train, 28);
+  write_split("t10k", n_test, test_side);
 }
 }  // namespace
 
@@ -118,7 +120,7 @@ TEST_CASE("minidl-train --help documents every flag, and bad input exits with st
   CHECK(help.status == 0);
   for (const char* flag : {"--model", "--dataset", "--data", "--epochs", "--batch-size", "--lr", "--optimizer", "--momentum",
                            "--weight-decay", "--seed", "--device", "--amp", "--checkpoint", "--resume", "--metrics", "--json",
-                           "--precision-report"}) {
+                           "--precision-report", "--nan-policy", "Exit status"}) {
     INFO(flag);
     CHECK(help.output.find(flag) != std::string::npos);
   }
@@ -248,3 +250,117 @@ TEST_CASE("minidl-train under mpirun -np 2 trains data parallel, rank 0 alone re
   CHECK(summary.at("test_accuracy").as_double() > 0.5);
 }
 #endif
+
+TEST_CASE("minidl-train range-checks every integer flag: exit status 2 and the flag named", "[train_program]") {
+  for (const auto& [args, flag] : std::vector<std::pair<std::string, std::string>>{
+           {"--batch-size 9223372036854775807", "--batch-size"},
+           {"--batch-size 99999999999999999999", "--batch-size"},
+           {"--workers 4294967297", "--workers"},
+           {"--workers -1", "--workers"},
+           {"--seed -1", "--seed"},
+           {"--seed 1.5", "--seed"},
+           {"--epochs 9223372036854775807", "--epochs"},
+           {"--epochs 2x", "--epochs"},
+           {"--limit-train -5", "--limit-train"},
+           {"--max-steps -1", "--max-steps"}}) {
+    INFO(args);
+    Result r = run_train(args + " --data /nonexistent-minidl-data --no-progress");
+    CHECK(r.status == 2);
+    CHECK(r.output.find(flag) != std::string::npos);
+    CHECK(r.output.find("cannot open") == std::string::npos);  // refused before any data is read
+  }
+}
+
+TEST_CASE("minidl-train checks that output paths are writable before training", "[train_program]") {
+  TempDir dir;
+  write_mnist_like(dir, 100, 20);
+  const std::string common = "--data " + dir.path.string() + " --epochs 1 --batch-size 50 --no-progress ";
+  for (const std::string flag : {"--checkpoint", "--metrics", "--json"}) {
+    for (const std::string path : {std::string("/nonexistent-minidl-dir/out"), dir.path.string()}) {
+      INFO(flag << " " << path);
+      Result r = run_train(common + flag + " " + path);
+      CHECK(r.status == 2);
+      CHECK(r.output.find(flag) != std::string::npos);
+      CHECK(r.output.find(path) != std::string::npos);
+      CHECK(r.output.find("EPOCH") == std::string::npos);  // nothing was trained
+    }
+  }
+}
+
+TEST_CASE("minidl-train stops on a non-finite loss (or skips it with --nan-policy skip); the summary is strict JSON",
+          "[train_program][nan]") {
+  TempDir dir;
+  write_mnist_like(dir, 200, 40);
+  const std::string common = "--data " + dir.path.string() + " --epochs 2 --batch-size 20 --lr 1e6 --no-progress --seed 3 ";
+  auto strict = [](const std::string& text) {
+    for (const char* word : {"NaN", "Infinity"}) {
+      INFO(word);
+      CHECK(text.find(word) == std::string::npos);
+    }
+  };
+  Result stop = run_train(common + "--json " + dir.file("stop.json") + " --checkpoint " + dir.file("ck.safetensors"));
+  CHECK(stop.status == 3);
+  CHECK(stop.output.find("non-finite training loss") != std::string::npos);
+  CHECK(stop.output.find("--nan-policy skip") != std::string::npos);
+  std::ifstream f(dir.file("stop.json"));
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  REQUIRE(!text.empty());
+  strict(text);
+  const Json s = Json::parse(text);
+  CHECK(s.at("train_loss").is_null());
+  CHECK(s.at("stopped").as_string().find("non-finite training loss") != std::string::npos);
+  CHECK(s.at("null_reasons").at("train_loss").as_string().find("not finite") != std::string::npos);
+
+  Result skip = run_train(common + "--nan-policy skip");
+  CHECK(skip.status == 0);
+  const Json k = last_line_json(skip.output);
+  CHECK(k.at("nonfinite_loss_batches").as_int() > 0);
+  strict(k.dump());
+  CHECK(run_train(common + "--nan-policy maybe").status == 2);
+}
+
+TEST_CASE("minidl-train --resume refuses a weights-only file, another batch size, sample limit or seed", "[train_program][checkpoint]") {
+  TempDir dir;
+  write_mnist_like(dir, 100, 20);
+  const std::string common = "--data " + dir.path.string() + " --epochs 2 --no-progress ";
+  const std::string ck = dir.file("ck.safetensors");
+  REQUIRE(run_train(common + "--batch-size 20 --seed 5 --limit-train 80 --max-steps 2 --checkpoint " + ck).status == 0);
+  for (const auto& [args, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"--batch-size 25 --seed 5 --limit-train 80", "--batch-size 20"},
+           {"--batch-size 20 --seed 6 --limit-train 80", "--seed 5"},
+           {"--batch-size 20 --seed 5 --limit-train 0", "--limit-train 80"}}) {
+    INFO(args);
+    Result r = run_train(common + args + " --resume " + ck);
+    CHECK(r.status == 1);
+    CHECK(r.output.find(expected) != std::string::npos);
+    CHECK(r.output.find("minidl-train: minidl-train:") == std::string::npos);
+  }
+  CHECK(run_train(common + "--batch-size 20 --seed 5 --limit-train 80 --resume " + ck).status == 0);
+  // A safetensors file of weights only (no training state).
+  const std::string weights = dir.file("weights.safetensors");
+  {
+    std::ofstream w(weights, std::ios::binary);
+    const std::string header = R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+    uint64_t n = header.size();
+    w.write(reinterpret_cast<const char*>(&n), 8);
+    w << header << std::string(4, '\0');
+  }
+  Result r = run_train(common + "--resume " + weights);
+  CHECK(r.status == 1);
+  CHECK(r.output.find("not a minidl-train checkpoint") != std::string::npos);
+  CHECK(r.output.find(weights) != std::string::npos);
+  CHECK(r.output.find("missing key") == std::string::npos);
+}
+
+TEST_CASE("minidl-train refuses an empty training set and test images of another shape", "[train_program]") {
+  TempDir empty, mismatch;
+  write_mnist_like(empty, 0, 20);
+  Result r = run_train("--data " + empty.path.string() + " --epochs 1 --no-progress");
+  CHECK(r.status == 1);
+  CHECK(r.output.find("the training set in " + empty.path.string() + " is empty") != std::string::npos);
+  write_mnist_like(mismatch, 40, 20, 14);
+  r = run_train("--data " + mismatch.path.string() + " --epochs 1 --no-progress");
+  CHECK(r.status == 1);
+  CHECK(r.output.find("training images in " + mismatch.path.string() + " are [1, 28, 28] but test images are [1, 14, 14]") !=
+        std::string::npos);
+}

@@ -1,8 +1,15 @@
 #include "apps/train/config.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <cstdlib>
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -10,24 +17,52 @@
 namespace minidl::train {
 
 namespace {
+// Integer flag ranges: the loader adds batch sizes to sample positions, workers are threads.
+constexpr int64_t kMaxEpochs = 1000000, kMaxBatch = int64_t{1} << 24, kMaxWorkers = 256;
+constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
+
 [[noreturn]] void fail(const std::string& msg) {
   std::fprintf(stderr, "minidl-train: %s\n(run minidl-train --help for the flags)\n", msg.c_str());
   std::exit(2);
 }
 
-template <class T>
-T parse_number(const std::string& flag, const std::string& v) {
+double parse_double(const std::string& flag, const std::string& v) {
   try {
     size_t used = 0;
-    T out;
-    if constexpr (std::is_same_v<T, double>) out = std::stod(v, &used);
-    else if constexpr (std::is_same_v<T, uint64_t>) out = std::stoull(v, &used);
-    else out = static_cast<T>(std::stoll(v, &used));
+    const double out = std::stod(v, &used);
     if (used != v.size()) throw std::invalid_argument(v);
     return out;
   } catch (const std::exception&) {
     fail("invalid value '" + v + "' for " + flag + " (expected a number)");
   }
+}
+
+// An integer in [lo, hi]: anything else (not an integer, beyond int64, out of the range) fails
+// naming the flag and the range.
+int64_t parse_int(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
+  const std::string range = " (expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "])";
+  errno = 0;
+  char* end = nullptr;
+  const long long out = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || end != v.c_str() + v.size()) fail("invalid value '" + v + "' for " + flag + range);
+  if (errno == ERANGE || out < lo || out > hi) fail("value " + v + " for " + flag + " is out of range" + range);
+  return out;
+}
+
+// Exits 2 naming flag and path when path cannot be written: its folder is missing or not
+// writable, or the path is a folder or an existing file that is not writable.
+void check_writable(const std::string& flag, const std::string& path) {
+  if (path.empty()) return;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p(path);
+  if (fs::is_directory(p, ec)) fail(flag + " " + path + " is a directory, expected a file path");
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec)) fail(flag + " " + path + ": the folder " + dir.string() + " does not exist");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    fail(flag + " " + path + ": the folder " + dir.string() + " is not writable (" + std::strerror(errno) + ")");
+  if (fs::exists(p, ec) && ::access(p.c_str(), W_OK) != 0)
+    fail(flag + " " + path + " is not writable (" + std::strerror(errno) + ")");
 }
 
 void one_of(const std::string& flag, const std::string& v, std::initializer_list<const char*> allowed) {
@@ -66,8 +101,13 @@ a JSON summary as the last line of stdout.
                         (F.svg too when graphviz's dot is installed)
   --limit-train N       use only the first N training samples              [all]
   --max-steps N         stop after N optimizer steps                       [no limit]
+  --nan-policy P        stop (exit status 3) or skip (skip the batch) on a  [stop]
+                        non-finite training loss
   --no-progress         no live progress bar or periodic step lines
   --help                this text
+
+Exit status: 0 done, 1 error, 2 bad flag or unwritable output path, 3 non-finite training loss.
+Integer flags are range-checked (e.g. --batch-size in [1, 2^24], --workers in [0, 256]).
 
 JSON summary keys: model, dataset, amp, epochs, steps, test_accuracy (fraction in [0, 1]),
 test_loss, train_loss, train_accuracy, train_samples_per_s, peak_rss_mb, wall_s, final_scale,
@@ -82,23 +122,24 @@ Config parse_args(int argc, char** argv) {
       {"--model", [&](const std::string& v) { one_of("--model", v, {"mlp", "lenet", "cnn", "resnet20"}); c.model = v; }},
       {"--dataset", [&](const std::string& v) { one_of("--dataset", v, {"fashion-mnist", "mnist", "cifar10"}); c.dataset = v; }},
       {"--data", [&](const std::string& v) { c.data = v; data_set = true; }},
-      {"--epochs", [&](const std::string& v) { c.epochs = parse_number<int64_t>("--epochs", v); }},
-      {"--batch-size", [&](const std::string& v) { c.batch_size = parse_number<int64_t>("--batch-size", v); }},
-      {"--lr", [&](const std::string& v) { c.lr = parse_number<double>("--lr", v); }},
+      {"--epochs", [&](const std::string& v) { c.epochs = parse_int("--epochs", v, 1, kMaxEpochs); }},
+      {"--batch-size", [&](const std::string& v) { c.batch_size = parse_int("--batch-size", v, 1, kMaxBatch); }},
+      {"--lr", [&](const std::string& v) { c.lr = parse_double("--lr", v); }},
       {"--optimizer", [&](const std::string& v) { one_of("--optimizer", v, {"sgd", "adam", "adamw"}); c.optimizer = v; }},
-      {"--momentum", [&](const std::string& v) { c.momentum = parse_number<double>("--momentum", v); }},
-      {"--weight-decay", [&](const std::string& v) { c.weight_decay = parse_number<double>("--weight-decay", v); }},
-      {"--seed", [&](const std::string& v) { c.seed = parse_number<uint64_t>("--seed", v); }},
+      {"--momentum", [&](const std::string& v) { c.momentum = parse_double("--momentum", v); }},
+      {"--weight-decay", [&](const std::string& v) { c.weight_decay = parse_double("--weight-decay", v); }},
+      {"--seed", [&](const std::string& v) { c.seed = static_cast<uint64_t>(parse_int("--seed", v, 0, kMaxInt)); }},
       {"--device", [&](const std::string& v) { one_of("--device", v, {"cpu", "cuda"}); c.device = v; }},
       {"--amp", [&](const std::string& v) { one_of("--amp", v, {"off", "bf16", "fp16"}); c.amp = v; }},
-      {"--workers", [&](const std::string& v) { c.workers = static_cast<int>(parse_number<int64_t>("--workers", v)); }},
+      {"--workers", [&](const std::string& v) { c.workers = static_cast<int>(parse_int("--workers", v, 0, kMaxWorkers)); }},
       {"--checkpoint", [&](const std::string& v) { c.checkpoint = v; }},
       {"--resume", [&](const std::string& v) { c.resume = v; }},
       {"--metrics", [&](const std::string& v) { c.metrics = v; }},
       {"--json", [&](const std::string& v) { c.json = v; }},
       {"--precision-report", [&](const std::string& v) { c.precision_report = v; }},
-      {"--limit-train", [&](const std::string& v) { c.limit_train = parse_number<int64_t>("--limit-train", v); }},
-      {"--max-steps", [&](const std::string& v) { c.max_steps = parse_number<int64_t>("--max-steps", v); }},
+      {"--limit-train", [&](const std::string& v) { c.limit_train = parse_int("--limit-train", v, 0, kMaxInt); }},
+      {"--max-steps", [&](const std::string& v) { c.max_steps = parse_int("--max-steps", v, 0, kMaxInt); }},
+      {"--nan-policy", [&](const std::string& v) { one_of("--nan-policy", v, {"stop", "skip"}); c.nan_policy = v; }},
   };
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -124,13 +165,12 @@ Config parse_args(int argc, char** argv) {
     }
     it->second(value);
   }
-  if (c.epochs < 1) fail("--epochs must be >= 1");
-  if (c.batch_size < 1) fail("--batch-size must be >= 1");
-  if (!(c.lr > 0)) fail("--lr must be > 0");
-  if (c.momentum < 0) fail("--momentum must be >= 0");
-  if (c.weight_decay < 0) fail("--weight-decay must be >= 0");
-  if (c.workers < 0) fail("--workers must be >= 0");
-  if (c.limit_train < 0 || c.max_steps < 0) fail("--limit-train and --max-steps must be >= 0");
+  if (!(c.lr > 0) || !std::isfinite(c.lr)) fail("--lr must be finite and > 0");
+  if (!(c.momentum >= 0) || !std::isfinite(c.momentum)) fail("--momentum must be finite and >= 0");
+  if (!(c.weight_decay >= 0) || !std::isfinite(c.weight_decay)) fail("--weight-decay must be finite and >= 0");
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--checkpoint", c.checkpoint},
+                                   {"--metrics", c.metrics}, {"--json", c.json}, {"--precision-report", c.precision_report}})
+    check_writable(flag, path);
   const bool image28 = c.dataset != "cifar10";
   if ((c.model == "mlp" || c.model == "lenet") && !image28) fail("--model " + c.model + " expects 28x28 images (mnist, fashion-mnist)");
   if ((c.model == "cnn" || c.model == "resnet20") && image28) fail("--model " + c.model + " expects 3x32x32 images (--dataset cifar10)");
@@ -148,6 +188,7 @@ std::string describe(const Config& c) {
   if (!c.resume.empty()) os << " resume=" << c.resume;
   if (c.limit_train) os << " limit_train=" << c.limit_train;
   if (c.max_steps) os << " max_steps=" << c.max_steps;
+  if (c.nan_policy != "stop") os << " nan_policy=" << c.nan_policy;
   return os.str();
 }
 

@@ -29,10 +29,12 @@ struct Config {
   int64_t limit_train = 0;     // use only the first N training samples (0: all)
   int64_t max_steps = 0;       // stop after N optimizer steps in total (0: no limit)
   bool progress = true;        // live progress bar on a terminal / periodic lines otherwise
+  std::string nan_policy = "stop";  // stop | skip: what a non-finite training loss does
 };
 
-// Parses argv; on --help prints the usage and exits 0; on a bad flag prints the error and the
-// usage hint to stderr and exits 2.
+// Parses argv; on --help prints the usage and exits 0; on a bad flag (an integer out of its range
+// included) or an output path (--checkpoint, --metrics, --json, --precision-report) that cannot be
+// written prints the error and the usage hint to stderr and exits 2.
 Config parse_args(int argc, char** argv);
 std::string usage();
 std::string describe(const Config& c);  // the resolved configuration, one line

@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -115,6 +116,17 @@ double peak_rss_mb() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   return u.ru_maxrss / 1024.0;  // Linux reports KiB
+}
+
+void null_nonfinite(Json& summary) {
+  Json reasons = Json::object();
+  for (const auto& [key, value] : summary.members())
+    if (value.is_number() && !std::isfinite(value.as_double())) {
+      const double v = value.as_double();
+      reasons[key] = std::string("not finite: the value was ") + (std::isnan(v) ? "nan" : (v > 0 ? "+inf" : "-inf"));
+    }
+  for (const auto& [key, reason] : reasons.members()) summary[key] = nullptr;
+  if (reasons.size() > 0) summary["null_reasons"] = reasons;
 }
 
 }  // namespace minidl::train

@@ -24,5 +24,8 @@ EpochMetrics epoch_from_json(const Json& j);
 void write_metrics(const std::string& csv_path, const std::vector<EpochMetrics>& history);
 std::string curves_svg(const std::vector<EpochMetrics>& history);
 double peak_rss_mb();
+// Strict JSON has no NaN or infinity: every non-finite number of the object becomes null, and
+// summary["null_reasons"][key] says what it was.
+void null_nonfinite(Json& summary);
 
 }  // namespace minidl::train

@@ -218,7 +218,8 @@ void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor&
     if constexpr (std::is_floating_point_v<C>) {
       switch (op) {
         case BinaryOp::Pow: return run([](C x, C y) -> C { return std::pow(x, y); });
-        case BinaryOp::ReluBackward: return run([](C g, C y) -> C { return y > C(0) ? g : C(0); });
+        // As threshold_backward: the gradient passes where the output is NaN.
+        case BinaryOp::ReluBackward: return run([](C g, C y) -> C { return y <= C(0) ? C(0) : g; });
         case BinaryOp::LeakyReluBackward: return run([al](C g, C x) -> C { return x > C(0) ? g : g * al; });
         case BinaryOp::SigmoidBackward: return run([](C g, C y) -> C { return g * y * (C(1) - y); });
         case BinaryOp::TanhBackward: return run([](C g, C y) -> C { return g * (C(1) - y * y); });
@@ -383,7 +384,7 @@ void unary_typed(UnaryOp op, const Tensor& out, const Tensor& x, double p0, doub
     case UnaryOp::Sign: return run([](C v) -> C { return static_cast<C>((v > C(0)) - (v < C(0))); });
     case UnaryOp::Tanh: return run([](C v) -> C { return std::tanh(v); });
     case UnaryOp::Sigmoid: return run([](C v) -> C { return C(1) / (C(1) + std::exp(-v)); });
-    case UnaryOp::Relu: return run([](C v) -> C { return v > C(0) ? v : C(0); });
+    case UnaryOp::Relu: return run([](C v) -> C { return v <= C(0) ? C(0) : v; });  // NaN propagates
     case UnaryOp::LeakyRelu: return run([a](C v) -> C { return v > C(0) ? v : v * a; });
     case UnaryOp::Gelu: return run([](C v) -> C { return C(0.5) * v * (C(1) + std::erf(v * C(kSqrt1_2))); });
     case UnaryOp::GeluTanh:

@@ -31,7 +31,7 @@ template <class C>
 __device__ __forceinline__ C binary_float(BinaryOp op, C x, C y, C al, C sc) {
   switch (op) {
     case BinaryOp::Pow: return pow(x, y);
-    case BinaryOp::ReluBackward: return y > C(0) ? x : C(0);
+    case BinaryOp::ReluBackward: return y <= C(0) ? C(0) : x;  // passes at NaN, as threshold_backward
     case BinaryOp::LeakyReluBackward: return y > C(0) ? x : x * al;
     case BinaryOp::SigmoidBackward: return x * y * (C(1) - y);
     case BinaryOp::TanhBackward: return x * (C(1) - y * y);
@@ -191,7 +191,7 @@ __device__ __forceinline__ C unary_apply(UnaryOp op, C v, C p0, C p1) {
     case UnaryOp::Sign: return static_cast<C>((v > C(0)) - (v < C(0)));
     case UnaryOp::Tanh: return tanh(v);
     case UnaryOp::Sigmoid: return C(1) / (C(1) + exp(-v));
-    case UnaryOp::Relu: return v > C(0) ? v : C(0);
+    case UnaryOp::Relu: return v <= C(0) ? C(0) : v;  // NaN propagates
     case UnaryOp::LeakyRelu: return v > C(0) ? v : v * p0;
     case UnaryOp::Gelu: return C(0.5) * v * (C(1) + erf(v * C(kSqrt1_2)));
     case UnaryOp::GeluTanh: return C(0.5) * v * (C(1) + tanh(C(kSqrt2OverPi) * (v + C(0.044715) * v * v * v)));
