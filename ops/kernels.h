@@ -57,6 +57,19 @@ using SoftmaxFn = void (*)(const Tensor& out, const Tensor& x, bool log);
 // grad_in <- softmax backward given grad_out and the saved output y (log: y is log-softmax).
 using SoftmaxBackwardFn = void (*)(const Tensor& grad_in, const Tensor& grad_out, const Tensor& y, bool log);
 
+// A tensor seen as [outer, size(dim), inner]: how the index kernels of both backends address it.
+struct Split3 {
+  int64_t outer = 1, mid = 1, inner = 1;
+};
+inline Split3 split_at(const Shape& shape, int64_t dim) {
+  Split3 s;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+    if (d < dim) s.outer *= shape[d];
+    else if (d == dim) s.mid = shape[d];
+    else s.inner *= shape[d];
+  }
+  return s;
+}
 // Gathers/scatters along `dim` with an i64 index of the same rank (gather) or 1-D (index_select).
 using IndexSelectFn = void (*)(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index);
 using IndexAddFn = void (*)(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src);  // out[.., idx[i], ..] += src[.., i, ..]
@@ -166,6 +179,37 @@ struct Pool2dGeometry {
   bool count_include_pad = true;
   bool adaptive = false;
 };
+// Both backends compute windows with the same code (host and device).
+#if defined(__CUDACC__)
+#define MINIDL_HOST_DEVICE __host__ __device__
+#else
+#define MINIDL_HOST_DEVICE
+#endif
+// The window of output (oh, ow): rows [hs, he), columns [ws, we).
+struct PoolWindow {
+  int64_t hs, he, ws, we;
+  double divisor;  // average pool only
+};
+// The average-pool window of output (oh, ow) (empty when it lies in the padding only) and its
+// divisor, as PyTorch.
+MINIDL_HOST_DEVICE inline PoolWindow avg_pool_window(const Pool2dGeometry& g, int64_t oh, int64_t ow) {
+  if (g.adaptive) {
+    PoolWindow w{(oh * g.H) / g.OH, ((oh + 1) * g.H + g.OH - 1) / g.OH, (ow * g.W) / g.OW,
+                 ((ow + 1) * g.W + g.OW - 1) / g.OW, 0};
+    w.divisor = static_cast<double>((w.he - w.hs) * (w.we - w.ws));
+    return w;
+  }
+  int64_t hs = oh * g.sh - g.ph, ws = ow * g.sw - g.pw;
+  int64_t he = hs + g.kH < g.H + g.ph ? hs + g.kH : g.H + g.ph;
+  int64_t we = ws + g.kW < g.W + g.pw ? ws + g.kW : g.W + g.pw;
+  const int64_t pool_size = (he - hs) * (we - ws);
+  hs = hs > 0 ? hs : 0;
+  ws = ws > 0 ? ws : 0;
+  he = he < g.H ? he : g.H;
+  we = we < g.W ? we : g.W;
+  return {hs, he, ws, we, static_cast<double>(g.count_include_pad ? pool_size : (he - hs) * (we - ws))};
+}
+
 // y <- window max; indices (i64, same shape) <- flat index ih*W + iw of the first max (NaN wins).
 using MaxPool2dFn = void (*)(const Tensor& y, const Tensor& indices, const Tensor& x, const Pool2dGeometry& g);
 // gx <- 0, then gx[n, c, indices[n, c, o]] += gy[n, c, o].

@@ -13,19 +13,6 @@
 namespace minidl::kernels::cpu {
 
 namespace {
-// A tensor seen as [outer, size(dim), inner].
-struct Split3 {
-  int64_t outer = 1, mid = 1, inner = 1;
-};
-Split3 split_at(const Shape& shape, int64_t dim) {
-  Split3 s;
-  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
-    if (d < dim) s.outer *= shape[d];
-    else if (d == dim) s.mid = shape[d];
-    else s.inner *= shape[d];
-  }
-  return s;
-}
 
 template <class T>
 T add_values(T a, T b) {

@@ -39,33 +39,6 @@ void for_each_plane(const Pool2dGeometry& g, F&& f) {
   });
 }
 
-struct Window {
-  int64_t hs, he, ws, we;
-  double divisor;
-};
-
-// The average-pool window of output (oh, ow) (empty when it lies in the padding only).
-inline Window avg_window(const Pool2dGeometry& g, int64_t oh, int64_t ow) {
-  Window w;
-  if (g.adaptive) {
-    w.hs = (oh * g.H) / g.OH;
-    w.he = ((oh + 1) * g.H + g.OH - 1) / g.OH;
-    w.ws = (ow * g.W) / g.OW;
-    w.we = ((ow + 1) * g.W + g.OW - 1) / g.OW;
-    w.divisor = static_cast<double>((w.he - w.hs) * (w.we - w.ws));
-    return w;
-  }
-  int64_t hs = oh * g.sh - g.ph, ws = ow * g.sw - g.pw;
-  int64_t he = std::min(hs + g.kH, g.H + g.ph), we = std::min(ws + g.kW, g.W + g.pw);
-  const int64_t pool_size = (he - hs) * (we - ws);
-  hs = std::max<int64_t>(hs, 0);
-  ws = std::max<int64_t>(ws, 0);
-  he = std::min(he, g.H);
-  we = std::min(we, g.W);
-  w = {hs, he, ws, we, static_cast<double>(g.count_include_pad ? pool_size : (he - hs) * (we - ws))};
-  return w;
-}
-
 // One output row of a 2x2, stride-2 max pool over input rows a and a + W, branch-free so that it
 // vectorizes: columns [0, n). Same tie and NaN rules as the general loop. Returns n.
 template <class C>
@@ -189,7 +162,7 @@ void avg_pool_forward(const Tensor& y, const Tensor& x, const Pool2dGeometry& g)
     out_buf.resize(P);
     for (int64_t oh = 0; oh < g.OH; ++oh)
       for (int64_t ow = 0; ow < g.OW; ++ow) {
-        const Window w = avg_window(g, oh, ow);
+        const PoolWindow w = avg_pool_window(g, oh, ow);
         C s = 0;
         for (int64_t ih = w.hs; ih < w.he; ++ih)
           for (int64_t iw = w.ws; iw < w.we; ++iw) s += xin[ih * g.W + iw];
@@ -210,7 +183,7 @@ void avg_pool_backward(const Tensor& gx, const Tensor& gy, const Pool2dGeometry&
     out_buf.assign(HW, C(0));
     for (int64_t oh = 0; oh < g.OH; ++oh)
       for (int64_t ow = 0; ow < g.OW; ++ow) {
-        const Window w = avg_window(g, oh, ow);
+        const PoolWindow w = avg_pool_window(g, oh, ow);
         if (w.hs >= w.he || w.ws >= w.we) continue;
         const C v = gin[oh * g.OW + ow] / static_cast<C>(w.divisor);
         for (int64_t ih = w.hs; ih < w.he; ++ih)

@@ -10,19 +10,6 @@ namespace minidl::kernels::cuda {
 
 namespace {
 
-// A tensor seen as [outer, size(dim), inner].
-struct Split3 {
-  int64_t outer = 1, mid = 1, inner = 1;
-};
-Split3 split_at(const Shape& shape, int64_t dim) {
-  Split3 s;
-  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
-    if (d < dim) s.outer *= shape[d];
-    else if (d == dim) s.mid = shape[d];
-    else s.inner *= shape[d];
-  }
-  return s;
-}
 
 // Element i of an [outer, k, inner] tensor -> the offset of the same (outer, inner) position in
 // an [outer, mid, inner] tensor at row idx[i's row].

@@ -12,16 +12,11 @@ namespace minidl::kernels::cuda {
 
 namespace {
 
-// The window of output (oh, ow): rows [hs, he), columns [ws, we).
-struct Window {
-  int64_t hs, he, ws, we;
-  double divisor;  // average pool only
-};
 
 // Max pool window, as PyTorch: the end clipped to the input, the start moved to the first tap
 // inside (taps are dilation apart).
-__device__ __forceinline__ Window max_window(const Pool2dGeometry& g, int64_t oh, int64_t ow) {
-  Window w;
+__device__ __forceinline__ PoolWindow max_window(const Pool2dGeometry& g, int64_t oh, int64_t ow) {
+  PoolWindow w;
   int64_t s = oh * g.sh - g.ph;
   w.he = min(s + (g.kH - 1) * g.dh + 1, g.H);
   while (s < 0) s += g.dh;
@@ -34,27 +29,6 @@ __device__ __forceinline__ Window max_window(const Pool2dGeometry& g, int64_t oh
   return w;
 }
 
-// Average pool window (empty when it lies in the padding only) and its divisor.
-__device__ __forceinline__ Window avg_window(const Pool2dGeometry& g, int64_t oh, int64_t ow) {
-  Window w;
-  if (g.adaptive) {
-    w.hs = (oh * g.H) / g.OH;
-    w.he = ((oh + 1) * g.H + g.OH - 1) / g.OH;
-    w.ws = (ow * g.W) / g.OW;
-    w.we = ((ow + 1) * g.W + g.OW - 1) / g.OW;
-    w.divisor = static_cast<double>((w.he - w.hs) * (w.we - w.ws));
-    return w;
-  }
-  int64_t hs = oh * g.sh - g.ph, ws = ow * g.sw - g.pw;
-  int64_t he = min(hs + g.kH, g.H + g.ph), we = min(ws + g.kW, g.W + g.pw);
-  const int64_t pool_size = (he - hs) * (we - ws);
-  hs = max(hs, int64_t{0});
-  ws = max(ws, int64_t{0});
-  he = min(he, g.H);
-  we = min(we, g.W);
-  w = {hs, he, ws, we, static_cast<double>(g.count_include_pad ? pool_size : (he - hs) * (we - ws))};
-  return w;
-}
 
 // Output element o of the [N*C, OH, OW] output: its plane and position.
 struct OutPos {
@@ -70,7 +44,7 @@ __global__ void max_pool_kernel(T* y, int64_t* indices, const T* x, Pool2dGeomet
   using C = compute_t<T>;
   for (int64_t o = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; o < total; o += int64_t{gridDim.x} * blockDim.x) {
     const OutPos p = out_pos(g, o);
-    const Window w = max_window(g, p.oh, p.ow);
+    const PoolWindow w = max_window(g, p.oh, p.ow);
     const T* xp = x + p.plane * g.H * g.W;
     int64_t best = w.hs * g.W + w.ws;
     C m = -INFINITY;
@@ -101,7 +75,7 @@ __global__ void avg_pool_kernel(T* y, const T* x, Pool2dGeometry g, int64_t tota
   using C = compute_t<T>;
   for (int64_t o = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; o < total; o += int64_t{gridDim.x} * blockDim.x) {
     const OutPos p = out_pos(g, o);
-    const Window w = avg_window(g, p.oh, p.ow);
+    const PoolWindow w = avg_pool_window(g, p.oh, p.ow);
     const T* xp = x + p.plane * g.H * g.W;
     C s = 0;
     for (int64_t ih = w.hs; ih < w.he; ++ih)
@@ -115,7 +89,7 @@ __global__ void avg_pool_backward_kernel(atomic_acc_t<T>* gx, const T* gy, Pool2
   using C = compute_t<T>;
   for (int64_t o = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; o < total; o += int64_t{gridDim.x} * blockDim.x) {
     const OutPos p = out_pos(g, o);
-    const Window w = avg_window(g, p.oh, p.ow);
+    const PoolWindow w = avg_pool_window(g, p.oh, p.ow);
     if (w.hs >= w.he || w.ws >= w.we) continue;
     const C v = load(gy[o]) / static_cast<C>(w.divisor);
     atomic_acc_t<T>* gp = gx + p.plane * g.H * g.W;
