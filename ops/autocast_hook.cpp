@@ -36,10 +36,10 @@ std::optional<DType> promote_target(const char* op, const autograd::TensorList& 
 }
 }  // namespace
 
-AutocastInputs::AutocastInputs(const OpPolicy& op, const autograd::TensorList& inputs) : inputs_(inputs) {
+AutocastInputs::AutocastInputs(const OpPolicy& op, autograd::TensorList inputs) : inputs_(std::move(inputs)) {
   if (active_op_policy()) return;  // inside a policy-wrapped op: its casts hold
   const Tensor* first = nullptr;
-  for (const Tensor& t : inputs)
+  for (const Tensor& t : inputs_)
     if (t.defined()) {
       first = &t;
       break;
@@ -57,7 +57,7 @@ AutocastInputs::AutocastInputs(const OpPolicy& op, const autograd::TensorList& i
   if (policy == CastPolicy::LowerPrecision) {
     target = get_autocast_dtype(device);
   } else if (policy == CastPolicy::Promote) {
-    std::optional<DType> t = promote_target(op.op, inputs, device);
+    std::optional<DType> t = promote_target(op.op, inputs_, device);
     if (!t) return;
     target = *t;
   }

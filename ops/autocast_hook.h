@@ -25,7 +25,8 @@ namespace minidl::amp {
 // running for its lifetime. Otherwise the inputs pass through unchanged. Throws for Banned ops.
 class AutocastInputs {
  public:
-  AutocastInputs(const OpPolicy& op, const autograd::TensorList& inputs);
+  // Takes the list by value: the braced list at the call site moves in, so no op pays a copy.
+  AutocastInputs(const OpPolicy& op, autograd::TensorList inputs);
   const Tensor& operator[](size_t i) const { return inputs_[i]; }
   const autograd::TensorList& list() const { return inputs_; }
   AutocastInputs(const AutocastInputs&) = delete;

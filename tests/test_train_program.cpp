@@ -32,8 +32,8 @@ struct Result {
   std::string output;  // stdout and stderr together
 };
 
-Result run_train(const std::string& args) {
-  const std::string cmd = std::string(MINIDL_TRAIN_BIN) + " " + args + " 2>&1";
+// Runs a shell command, capturing stdout and stderr together.
+Result run_command(const std::string& cmd) {
   Result r;
   FILE* p = ::popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
@@ -44,6 +44,8 @@ Result run_train(const std::string& args) {
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
   return r;
 }
+
+Result run_train(const std::string& args) { return run_command(std::string(MINIDL_TRAIN_BIN) + " " + args + " 2>&1"); }
 
 // The values of `key=` on every EPOCH line, in order.
 std::vector<double> epoch_values(const std::string& output, const std::string& key) {
@@ -225,14 +227,7 @@ TEST_CASE("minidl-train under mpirun -np 2 trains data parallel, rank 0 alone re
                           " --allow-run-as-root --oversubscribe -np 2 --mca btl self,tcp --mca btl_tcp_if_include lo " +
                           MINIDL_TRAIN_BIN + " --dataset fashion-mnist --data " + dir.path.string() +
                           " --epochs 2 --batch-size 25 --no-progress --seed 4 --json " + dir.file("dp.json") + " 2>&1";
-  Result r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int raw = ::pclose(p);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  const Result r = run_command(cmd);
   INFO(r.output);
   REQUIRE(r.status == 0);
   auto count = [&](const std::string& s) {
