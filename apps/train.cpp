@@ -114,12 +114,6 @@ int run(const train::Config& c) {
   const auto t_start = Clock::now();
   // Under mpirun with more than one rank: data parallel. Rank 0 alone prints and writes files.
   dist::ProcessGroupPtr group;
-  if (auto launch = dist::launch_info(); launch && launch->world_size > 1) group = dist::init_process_group();
-  const int world = group ? group->size() : 1;
-  const bool is_main = !group || group->rank() == 0;
-  if (!is_main && !std::freopen("/dev/null", "w", stdout)) return 1;
-  std::printf("%s\n", train::describe(c).c_str());
-  if (group) std::printf("data parallel: %d ranks (MPI), %lld samples per rank per step\n", world, (long long)c.batch_size);
   // --device cuda needs a usable GPU; there is no silent fall-back to the CPU.
   if (c.device == "cuda" && !cuda::is_available()) {
     std::fprintf(stderr, "minidl-train: --device cuda: %s\n",
@@ -127,11 +121,17 @@ int run(const train::Config& c) {
                                      : "this build has no CUDA backend (configure with -DMINIDL_CUDA=ON); use --device cpu");
     return 2;
   }
-  if (group && c.device == "cuda") {
-    std::fprintf(stderr, "minidl-train: --device cuda under mpirun needs the NCCL backend, which is not built yet; use --device cpu\n");
-    return 2;
-  }
-  const Device dev = c.device == "cuda" ? Device::cuda(0) : Device::cpu();
+  // CPU ranks reduce over MPI, CUDA ranks over NCCL (one GPU per rank: the local rank's).
+  if (auto launch = dist::launch_info(); launch && launch->world_size > 1)
+    group = dist::init_process_group(dist::InitOptions().backend(c.device == "cuda" ? "nccl" : "mpi"));
+  const int world = group ? group->size() : 1;
+  const bool is_main = !group || group->rank() == 0;
+  if (!is_main && !std::freopen("/dev/null", "w", stdout)) return 1;
+  std::printf("%s\n", train::describe(c).c_str());
+  if (group)
+    std::printf("data parallel: %d ranks (%s), %lld samples per rank per step\n", world,
+                group->backend() == "nccl" ? "NCCL" : "MPI", (long long)c.batch_size);
+  const Device dev = c.device != "cuda" ? Device::cpu() : Device::cuda(group ? dist::default_group_device() : 0);
   std::optional<DType> amp_dtype;
   if (c.amp == "bf16") amp_dtype = DType::BF16;
   if (c.amp == "fp16") amp_dtype = DType::F16;

@@ -22,7 +22,7 @@ std::string param_name(const Tensor& p, size_t i) {
 
 // Every rank must hold the same parameters: compares (count, and per parameter numel and dtype,
 // folded into a checksum) across ranks.
-void verify_same_parameters(const std::vector<Tensor>& params, ProcessGroup& group) {
+void verify_same_parameters(const std::vector<Tensor>& params, ProcessGroup& group, Device device) {
   int64_t numel = 0;
   uint64_t h = 1469598103934665603ull;
   for (const Tensor& p : params) {
@@ -32,7 +32,7 @@ void verify_same_parameters(const std::vector<Tensor>& params, ProcessGroup& gro
   }
   Tensor mine = from_vector<int64_t>({static_cast<int64_t>(params.size()), numel, static_cast<int64_t>(h >> 1)});
   std::vector<Tensor> all;
-  group.allgather(all, mine)->wait();
+  group.allgather(all, mine.to(device))->wait();
   for (int r = 0; r < group.size(); ++r)
     MINIDL_CHECK(all[r].to_vector<int64_t>() == mine.to_vector<int64_t>(), kOp, "rank ", group.rank(), " has ",
                  params.size(), " parameters of ", numel, " elements, rank ", r, " has ",
@@ -46,13 +46,20 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<Tensor> buffers, Proces
   MINIDL_CHECK(group_ != nullptr, kOp, "needs a process group");
   MINIDL_CHECK(options_.root_rank_ >= 0 && options_.root_rank_ < group_->size(), kOp, "root rank ",
                options_.root_rank_, " is not a rank of a group of ", group_->size());
+  // The group's backend decides where collectives run: MPI reduces CPU tensors, NCCL the tensors
+  // of its rank's GPU; every parameter lives there.
   for (Tensor& p : params)
     if (p.defined() && p.requires_grad()) {
-      MINIDL_CHECK(p.device().is_cpu() || group_->backend() != "mpi", kOp, "the MPI backend reduces CPU tensors, ",
-                   param_name(p, params_.size()), " is ", p.meta_str());
+      if (params_.empty()) device_ = p.device();
+      MINIDL_CHECK(p.device() == device_, kOp, "every parameter must be on one device: ", param_name(p, params_.size()),
+                   " is ", p.meta_str(), ", the first was on ", device_.str());
       params_.push_back(p);
     }
-  verify_same_parameters(params_, *group_);
+  MINIDL_CHECK(device_.is_cpu() || group_->backend() != "mpi", kOp, "the MPI backend reduces CPU tensors, the model is on ",
+               device_.str(), " (use the nccl backend for CUDA models)");
+  MINIDL_CHECK(!device_.is_cpu() || group_->backend() != "nccl", kOp,
+               "the NCCL backend reduces CUDA tensors, the model is on the CPU (use the mpi backend)");
+  verify_same_parameters(params_, *group_, device_);
 
   // Everyone starts from the root's parameters and buffers.
   {
@@ -76,7 +83,7 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<Tensor> buffers, Proces
       bucket.offsets.push_back(offset);
       offset += params_[bucket.params[s]].numel();
     }
-    bucket.flat = zeros({offset}, TensorOptions(params_[bucket.params[0]].dtype()));
+    bucket.flat = zeros({offset}, TensorOptions(params_[bucket.params[0]].dtype()).device(device_));
     buckets_.push_back(std::move(bucket));
   }
   reset_iteration();
@@ -212,7 +219,7 @@ void Reducer::finalize() {
     // A parameter no rank used keeps its .grad untouched (as PyTorch); one that some rank used gets
     // the average, zeros counted for the ranks that did not use it.
     std::vector<int32_t> used(locally_used_.begin(), locally_used_.end());
-    Tensor t = from_vector<int32_t>(used);
+    Tensor t = from_vector<int32_t>(used).to(device_);
     group_->allreduce({t}, AllreduceOptions().op(ReduceOp::Sum))->wait();
     std::vector<int32_t> all = t.to_vector<int32_t>();
     for (size_t i = 0; i < params_.size(); ++i) globally_used[i] = all[i] > 0;

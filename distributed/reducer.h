@@ -76,6 +76,7 @@ class Reducer {
 
   std::vector<Tensor> params_;
   std::vector<Tensor> buffers_;
+  Device device_ = Device::cpu();  // where the parameters and the buckets live
   ProcessGroupPtr group_;
   DDPOptions options_;
   std::vector<std::vector<size_t>> bucket_indices_;

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "distributed/dist.h"
+#include "framework/cuda.h"
 
 using namespace minidl;
 using namespace minidl::dist;
@@ -39,6 +40,23 @@ TEST_CASE("init_process_group outside mpirun is a clear error", "[dist]") {
     CHECK_THROWS_WITH(init_process_group(), Catch::Contains("built without MPI"));
   CHECK_THROWS_WITH(init_process_group(InitOptions().backend("gloo")), Catch::Contains("unknown backend 'gloo'"));
   CHECK_THROWS_WITH(default_group(), Catch::Contains("not initialized"));
+}
+
+TEST_CASE("init_process_group with the nccl backend says what is missing", "[dist]") {
+  // Each refusal comes before MPI or NCCL start, so this process stays a plain one.
+  const InitOptions nccl = InitOptions().backend("nccl").require_launcher(false);
+  if (!is_mpi_available()) {
+    CHECK_THROWS_WITH(init_process_group(nccl), Catch::Contains("built without MPI"));
+  } else if (!is_nccl_available()) {
+    CHECK_THROWS_WITH(init_process_group(nccl), Catch::Contains("built without NCCL"));
+  } else if (cuda::device_count() == 0) {
+    CHECK_THROWS_WITH(init_process_group(nccl), Catch::Contains("nccl backend needs a CUDA GPU per rank"));
+  } else {
+    const int past = cuda::device_count();
+    CHECK_THROWS_WITH(init_process_group(InitOptions(nccl).device(past)),
+                      Catch::Contains("cuda:" + std::to_string(past)) && Catch::Contains("is not available"));
+  }
+  CHECK_FALSE(is_initialized());
 }
 
 TEST_CASE("launch_info reads Open MPI's environment", "[dist]") {

@@ -13,6 +13,7 @@
 
 #include "framework/error.h"
 #include "framework/grad_mode.h"
+#include "distributed/staging.h"
 #include "ops/ops.h"
 
 namespace minidl::dist {
@@ -50,8 +51,7 @@ void ensure_mpi_initialized() {
   std::atexit(finalize_at_exit);
 }
 
-// The dtype a sum is taken in, and its MPI type.
-DType sum_dtype(DType t) { return (t == DType::F16 || t == DType::BF16) ? DType::F32 : t; }
+// The MPI type of a reduction buffer.
 MPI_Datatype mpi_type(DType t, const char* op) {
   switch (t) {
     case DType::F32: return MPI_FLOAT;
@@ -137,27 +137,17 @@ class MpiProcessGroup final : public ProcessGroup {
   WorkPtr allreduce(const std::vector<Tensor>& tensors, AllreduceOptions options) override {
     const char* op = "allreduce";
     auto work = std::make_shared<MpiWork>();
-    struct Item {
-      Tensor dst, buf;  // buf: dst itself, or a contiguous staging copy in the sum dtype
-    };
-    std::vector<Item> items;
+    std::vector<StagedTensor> items;
     for (size_t i = 0; i < tensors.size(); ++i) {
       const Tensor& t = tensors[i];
       check_cpu(t, op, i);
-      const DType sd = sum_dtype(t.dtype());
-      mpi_type(sd, op);
+      mpi_type(reduction_dtype(t.dtype()), op);
       MINIDL_CHECK(options.op_ != ReduceOp::Avg || is_floating(t.dtype()), op, "avg needs a floating tensor, tensor ",
                    i, " is ", t.meta_str());
-      Tensor buf = t;
-      if (sd != t.dtype() || !t.is_contiguous()) {
-        NoGradGuard no_grad;
-        buf = empty(t.shape(), TensorOptions(sd));
-        buf.copy_(t);
-      }
-      items.push_back({t, buf});
+      items.push_back(stage(t, reduction_dtype(t.dtype())));
     }
     std::lock_guard<std::mutex> lk(mpi_mutex());
-    for (Item& it : items) {
+    for (StagedTensor& it : items) {
       work->requests.emplace_back();
       check_mpi(MPI_Iallreduce(MPI_IN_PLACE, it.buf.raw_data(), checked_count(it.buf.numel(), op),
                                mpi_type(it.buf.dtype(), op), MPI_SUM, comm_, &work->requests.back()),
@@ -167,11 +157,7 @@ class MpiProcessGroup final : public ProcessGroup {
     const bool avg = options.op_ == ReduceOp::Avg;
     const double n = size_;
     work->finish = [items = std::move(items), avg, n] {
-      for (const Item& it : items) {
-        Tensor result = avg ? div(it.buf, n) : it.buf;
-        if (result.is_same(it.dst)) it.dst.bump_version();  // written by MPI in place
-        else it.dst.copy_(result);
-      }
+      for (const StagedTensor& it : items) write_back(it, avg ? div(it.buf, n) : it.buf);
     };
     return work;
   }
@@ -180,24 +166,21 @@ class MpiProcessGroup final : public ProcessGroup {
     const char* op = "broadcast";
     MINIDL_CHECK(root >= 0 && root < size_, op, "root ", root, " is not a rank of a group of ", size_);
     auto work = std::make_shared<MpiWork>();
-    std::vector<std::pair<Tensor, Tensor>> items;  // (dst, contiguous buffer)
+    std::vector<StagedTensor> items;
     for (size_t i = 0; i < tensors.size(); ++i) {
       check_cpu(tensors[i], op, i);
-      items.emplace_back(tensors[i], tensors[i].is_contiguous() ? tensors[i] : tensors[i].contiguous());
+      items.push_back(stage(tensors[i], tensors[i].dtype()));
     }
     std::lock_guard<std::mutex> lk(mpi_mutex());
-    for (auto& [dst, buf] : items) {
+    for (StagedTensor& it : items) {
       work->requests.emplace_back();
-      check_mpi(MPI_Ibcast(buf.raw_data(), checked_count(static_cast<int64_t>(buf.nbytes()), op), MPI_BYTE, root,
-                           comm_, &work->requests.back()),
+      check_mpi(MPI_Ibcast(it.buf.raw_data(), checked_count(static_cast<int64_t>(it.buf.nbytes()), op), MPI_BYTE,
+                           root, comm_, &work->requests.back()),
                 op);
-      work->keep.push_back(buf);
+      work->keep.push_back(it.buf);
     }
     work->finish = [items = std::move(items)] {
-      for (const auto& [dst, buf] : items) {
-        if (buf.is_same(dst)) dst.bump_version();
-        else dst.copy_(buf);
-      }
+      for (const StagedTensor& it : items) write_back(it);
     };
     return work;
   }
@@ -205,13 +188,7 @@ class MpiProcessGroup final : public ProcessGroup {
   WorkPtr allgather(std::vector<Tensor>& outputs, const Tensor& input) override {
     const char* op = "allgather";
     check_cpu(input, op, 0);
-    if (outputs.empty())
-      for (int r = 0; r < size_; ++r) outputs.push_back(empty(input.shape(), TensorOptions(input.dtype())));
-    MINIDL_CHECK(static_cast<int>(outputs.size()) == size_, op, "got ", outputs.size(), " outputs for ", size_,
-                 " ranks");
-    for (size_t r = 0; r < outputs.size(); ++r)
-      MINIDL_CHECK(outputs[r].defined() && outputs[r].shape() == input.shape() && outputs[r].dtype() == input.dtype(),
-                   op, "output ", r, " must be shaped and typed as the input ", input.meta_str());
+    prepare_gather_outputs(outputs, input, size_, op);
     auto work = std::make_shared<MpiWork>();
     Tensor send = input.contiguous();
     Tensor recv = empty({static_cast<int64_t>(size_) * input.numel()}, TensorOptions(input.dtype()));

@@ -1,0 +1,37 @@
+#include "distributed/staging.h"
+
+#include "framework/error.h"
+#include "framework/grad_mode.h"
+
+namespace minidl::dist {
+
+DType reduction_dtype(DType t) { return (t == DType::F16 || t == DType::BF16) ? DType::F32 : t; }
+
+StagedTensor stage(const Tensor& t, DType buf_dtype) {
+  if (t.dtype() == buf_dtype && t.is_contiguous()) return {t, t};
+  NoGradGuard no_grad;
+  Tensor buf = empty(t.shape(), TensorOptions(buf_dtype).device(t.device()));
+  buf.copy_(t);
+  return {t, buf};
+}
+
+void write_back(const StagedTensor& s) { write_back(s, s.buf); }
+
+void write_back(const StagedTensor& s, const Tensor& result) {
+  NoGradGuard no_grad;  // results are written into parameters too (broadcast)
+  if (result.is_same(s.dst)) s.dst.bump_version();
+  else s.dst.copy_(result);
+}
+
+void prepare_gather_outputs(std::vector<Tensor>& outputs, const Tensor& input, int size, const char* op) {
+  if (outputs.empty())
+    for (int r = 0; r < size; ++r)
+      outputs.push_back(empty(input.shape(), TensorOptions(input.dtype()).device(input.device())));
+  MINIDL_CHECK(static_cast<int>(outputs.size()) == size, op, "got ", outputs.size(), " outputs for ", size, " ranks");
+  for (size_t r = 0; r < outputs.size(); ++r)
+    MINIDL_CHECK(outputs[r].defined() && outputs[r].shape() == input.shape() && outputs[r].dtype() == input.dtype() &&
+                     outputs[r].device() == input.device(),
+                 op, "output ", r, " must be shaped, typed and placed as the input ", input.meta_str());
+}
+
+}  // namespace minidl::dist

@@ -1,0 +1,39 @@
+// main() of the NCCL test program: one rank per GPU, launched by mpirun like test_dist_mpi. Where
+// the ranks cannot each have a GPU it reports itself skipped (a failure under MINIDL_EXPECT_GPU=1
+// when there is no GPU at all; a machine with fewer GPUs than ranks always skips, saying so).
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "distributed/init.h"
+#include "framework/cuda.h"
+#include "ops/ops.h"
+
+int main(int argc, char** argv) {
+  using namespace minidl;
+  const auto launch = dist::launch_info();
+  const int ranks = launch ? launch->world_size : 1;
+  const int gpus = cuda::device_count();
+  const char* expect = std::getenv("MINIDL_EXPECT_GPU");
+  const bool expect_gpu = expect != nullptr && std::string(expect) == "1";
+  if (!dist::is_nccl_available() || gpus < ranks) {
+    const bool fail = expect_gpu && (gpus == 0 || !dist::is_nccl_available());
+    std::printf("%s: NCCL tests need %d GPU(s) (one per rank) and the NCCL backend; this machine has %d GPU(s), "
+                "NCCL %s%s\n",
+                fail ? "FAILED" : "skipped", ranks, gpus, dist::is_nccl_available() ? "built" : "not built",
+                fail ? " (MINIDL_EXPECT_GPU=1)" : "");
+    return fail ? 1 : 0;
+  }
+  auto group = dist::init_process_group(dist::InitOptions().backend("nccl"));
+  Catch::Session session;
+  int rc = session.applyCommandLine(argc, argv);
+  if (rc == 0) rc = session.run();
+  Tensor failed = from_vector<int32_t>({rc != 0 ? 1 : 0}).to(Device::cuda(dist::default_group_device()));
+  group->allreduce({failed})->wait();
+  const int any_failed = static_cast<int>(failed.item());
+  dist::destroy_process_group();
+  return any_failed ? 1 : 0;
+}
