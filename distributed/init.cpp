@@ -11,6 +11,7 @@
 #endif
 #ifdef MINIDL_WITH_NCCL
 #include "distributed/nccl/nccl_process_group.h"
+#include "distributed/self_process_group.h"
 #endif
 
 namespace minidl::dist {
@@ -100,16 +101,19 @@ ProcessGroupPtr init_process_group(InitOptions options) {
   const int device = backend == "nccl" ? nccl_device(options) : -1;
   (void)device;  // unused in a build without MPI
 #ifdef MINIDL_WITH_MPI
-  ProcessGroupPtr world = make_mpi_world_group();
+  ProcessGroupPtr world;
 #ifdef MINIDL_WITH_NCCL
   if (backend == "nccl") {
-    world = make_nccl_group(*world, device);
+    // Without a launcher (allowed by require_launcher(false)) this process is a world of one, and
+    // NCCL needs no MPI to start it.
+    world = make_nccl_group(launch_info() ? *make_mpi_world_group() : *make_self_group(), device);
     // The communicator must go before the CUDA runtime tears itself down at exit; this handler,
     // registered after CUDA started, runs before CUDA's own.
     static std::once_flag registered;
     std::call_once(registered, [] { std::atexit(destroy_process_group); });
   }
 #endif
+  if (!world) world = make_mpi_world_group();
   default_slot() = world;
   default_device() = device;
 #endif

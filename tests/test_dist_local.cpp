@@ -5,7 +5,9 @@
 #include <cstdlib>
 
 #include "distributed/dist.h"
+#include "distributed/self_process_group.h"
 #include "framework/cuda.h"
+#include "ops/ops.h"
 
 using namespace minidl;
 using namespace minidl::dist;
@@ -57,6 +59,21 @@ TEST_CASE("init_process_group with the nccl backend says what is missing", "[dis
                       Catch::Contains("cuda:" + std::to_string(past)) && Catch::Contains("is not available"));
   }
   CHECK_FALSE(is_initialized());
+}
+
+TEST_CASE("the group of one rank: collectives are complete at once and leave the values", "[dist]") {
+  auto g = make_self_group();
+  CHECK((g->rank() == 0 && g->size() == 1 && g->backend() == "self"));
+  Tensor a = from_vector<float>({1.5f, -2.f});
+  auto w = g->allreduce({a}, AllreduceOptions().op(ReduceOp::Avg));
+  CHECK(w->is_completed());
+  CHECK(a.to_vector<float>() == std::vector<float>{1.5f, -2.f});
+  std::vector<Tensor> out;
+  g->allgather(out, a)->wait();
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].to_vector<float>() == a.to_vector<float>());
+  CHECK_FALSE(out[0].is_same(a));  // a copy, as with more ranks
+  CHECK_THROWS_WITH(g->broadcast({a}, 1), Catch::Contains("broadcast") && Catch::Contains("root 1"));
 }
 
 TEST_CASE("launch_info reads Open MPI's environment", "[dist]") {

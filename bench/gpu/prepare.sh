@@ -4,11 +4,13 @@
 # machine, whose time is scarce). Run from anywhere; ~5 minutes with a warm ccache.
 #
 #   gpu-bundle/bin.tar.xz   bin/ and lib/, packed:
-#     bin/   test_cuda, test_cuda_cnn, test_kernel_coverage, minidl-train (sm_90, stripped)
-#     lib/   the non-CUDA shared libraries they load (libstdc++, libgcc_s, libgomp, libz):
+#     bin/   test_cuda, test_cuda_cnn, test_kernel_coverage, test_dist_nccl, minidl-train (sm_90,
+#            stripped)
+#     lib/   the non-CUDA shared libraries they load (libstdc++, libgcc_s, libgomp, libz, and Open
+#                     MPI's libraries, which the binaries link but a world of one never starts):
 #                     the GPU machine may have older or none. The CUDA libraries (cudart, cuBLAS,
-#                     cuBLASLt, cuDNN: ~1 GB) are NOT bundled; run.sh finds them there (toolkit or
-#                     PyTorch's nvidia-* wheels) and reports any that are missing.
+#                     cuBLASLt, cuDNN, NCCL: over 1 GB) are NOT bundled; run.sh finds them there
+#                     (toolkit or PyTorch's nvidia-* wheels) and reports any that are missing.
 #   gpu-bundle/data/fashion-mnist/   the 4 Fashion-MNIST files (real files, not links)
 #   gpu-bundle/MANIFEST              git commit, build flags, sizes, ldd of every binary
 #
@@ -19,7 +21,7 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$ROOT"
 BUILD="$ROOT/build-gpu-bundle"
 BUNDLE="$ROOT/gpu-bundle"
-TARGETS=(test_cuda test_cuda_cnn test_kernel_coverage minidl-train)
+TARGETS=(test_cuda test_cuda_cnn test_kernel_coverage test_dist_nccl minidl-train)
 
 die() { echo "prepare.sh: $*" >&2; exit 1; }
 
@@ -46,6 +48,7 @@ done
 for lib in $(ldd "$BUNDLE"/bin/* | awk '/=>/ {print $3}' | sort -u); do
   case "$(basename "$lib")" in
     libstdc++.so.*|libgcc_s.so.*|libgomp.so.*|libz.so.*) cp -L "$lib" "$BUNDLE/lib/" ;;
+    libmpi.so.*|libopen-rte.so.*|libopen-pal.so.*|libhwloc.so.*|libevent*.so.*|libudev.so.*) cp -L "$lib" "$BUNDLE/lib/" ;;
   esac
 done
 

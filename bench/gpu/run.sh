@@ -13,6 +13,7 @@
 #   env        GPU, driver, where the CUDA libraries come from, ldd of the binaries     -> env.log
 #   coverage   test_kernel_coverage (the kernel table, on the live registry)             -> coverage.log
 #   test_cuda, test_cuda_cnn   the [cuda] tests with MINIDL_EXPECT_GPU=1 (a skip fails)  -> test_cuda*.log
+#   nccl       test_dist_nccl as a world of one (NCCL collectives, DDP on CUDA)           -> nccl.log
 #   memcheck_*  compute-sanitizer --tool memcheck over both, when compute-sanitizer exists -> memcheck_*.log
 #   lenet_f32, lenet_fp16, lenet_bf16   LeNet-5 on Fashion-MNIST, 1 epoch, --device cuda -> lenet_*.log
 #   summary.md  one table: stage, exit status, seconds, result line
@@ -58,7 +59,7 @@ LIBS="$LIBDIR"
 for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
   [ -d "$d" ] && LIBS="$LIBS:$d"
 done
-for m in cudnn cublas cuda_runtime; do
+for m in cudnn cublas cuda_runtime nccl; do
   d=$(python3 -c "import nvidia.$m as x; print(list(x.__path__)[0])" 2>/dev/null) && [ -d "$d/lib" ] && LIBS="$LIBS:$d/lib"
 done
 export LD_LIBRARY_PATH="$LIBS:${LD_LIBRARY_PATH:-}"
@@ -77,6 +78,7 @@ export MINIDL_EXPECT_GPU=1
 stage coverage 30 "$BIN/test_kernel_coverage"
 stage test_cuda 90 "$BIN/test_cuda" "[cuda]" --durations yes
 stage test_cuda_cnn 90 "$BIN/test_cuda_cnn" "[cuda]" --durations yes
+stage nccl 60 "$BIN/test_dist_nccl" "[nccl]" --durations yes
 
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [ -n "$SAN" ]; then

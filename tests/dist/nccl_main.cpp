@@ -1,4 +1,5 @@
-// main() of the NCCL test program: one rank per GPU, launched by mpirun like test_dist_mpi. Where
+// main() of the NCCL test program: one rank per GPU, launched by mpirun like test_dist_mpi, or run
+// alone as a world of one (what the GPU check does: it carries no MPI runtime). Where
 // the ranks cannot each have a GPU it reports itself skipped (a failure under MINIDL_EXPECT_GPU=1
 // when there is no GPU at all; a machine with fewer GPUs than ranks always skips, saying so).
 #define CATCH_CONFIG_RUNNER
@@ -27,7 +28,8 @@ int main(int argc, char** argv) {
                 fail ? " (MINIDL_EXPECT_GPU=1)" : "");
     return fail ? 1 : 0;
   }
-  auto group = dist::init_process_group(dist::InitOptions().backend("nccl"));
+  // Without mpirun: a world of one (one GPU), which NCCL starts without MPI.
+  auto group = dist::init_process_group(dist::InitOptions().backend("nccl").require_launcher(false));
   Catch::Session session;
   int rc = session.applyCommandLine(argc, argv);
   if (rc == 0) rc = session.run();
