@@ -29,9 +29,11 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// The zoo's input shapes: Fashion-MNIST images for mlp and lenet, CIFAR-10 images for the CNNs.
 Shape input_shape(const std::string& model, int64_t batch) {
   if (model == "mlp") return {batch, 784};
-  return {batch, 1, 28, 28};
+  if (model == "lenet") return {batch, 1, 28, 28};
+  return {batch, 3, 32, 32};
 }
 }  // namespace
 

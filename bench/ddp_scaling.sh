@@ -11,9 +11,9 @@ bin="$build/bench/minidl-bench-ddp"
 [ -x "$bin" ] || { echo "ddp_scaling: $bin is missing (build with MPI)"; exit 2; }
 mpirun=(mpirun --allow-run-as-root --oversubscribe --mca btl self,vader,tcp --bind-to none)
 echo "# CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
-for model in mlp lenet cnn; do
+for model in mlp lenet cnn resnet20; do
   batch=64
-  [ "$model" = mlp ] && batch=128
+  [ "$model" = mlp ] || [ "$model" = resnet20 ] && batch=128
   for r in $(seq "$rounds"); do
     echo "## $model round $r"
     OMP_NUM_THREADS=2 "$bin" "$model" $((2 * batch)) 5
