@@ -136,6 +136,7 @@ int run(const train::Config& c) {
   if (c.amp == "bf16") amp_dtype = DType::BF16;
   if (c.amp == "fp16") amp_dtype = DType::F16;
 
+  DetectAnomaly anomaly_mode(c.detect_anomaly);  // --detect-anomaly: the first NaN/inf stops the run naming its op
   manual_seed(c.seed);
   Data d = load_data(c);
   MINIDL_CHECK(d.train->size() > 0 && d.test->size() > 0, "--data", "the ", d.train->size() > 0 ? "test" : "training",
@@ -283,8 +284,8 @@ int run(const train::Config& c) {
         if (scaler.is_enabled() && !warned_scale && (scaler.get_scale() < kScaleFloor || consecutive_skips >= kSkipRun)) {
           warned_scale = true;
           std::fprintf(stderr,
-                       "minidl-train: warning: the fp16 loss scale collapsed to %g after %lld consecutive skipped steps "
-                       "(inf/NaN gradients at every scale): lower --lr, or use --amp bf16\n",
+                       "minidl-train: warning: fp16 loss scaling has collapsed: the scale is %g after %lld consecutive "
+                       "skipped steps (inf/NaN gradients at every scale): lower --lr, or use --amp bf16\n",
                        scaler.get_scale(), static_cast<long long>(consecutive_skips));
         }
         const int64_t n = batch.target.numel();
