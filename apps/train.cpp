@@ -180,6 +180,12 @@ int run(const train::Config& c) {
                      ", not ", now, ": resuming would continue at the wrong sample (pass ", flag, " ", saved->as_int(), ")");
     model->load_state_dict(ck.tensors_under("model"));
     opt->load_state_dict(ck.state_dict("optim"));
+    // The saved hyper-parameters continue (as PyTorch's load_state_dict); say so where flags differ.
+    if (const Json* groups = ck.meta.at("optim").find("param_groups"); groups && groups->size() > 0)
+      for (const auto& [key, flag, now] : {std::tuple<const char*, const char*, double>{"lr", "--lr", c.lr},
+                                           {"momentum", "--momentum", c.momentum}, {"weight_decay", "--weight-decay", c.weight_decay}})
+        if (const Json* saved = (*groups)[0].find(key); saved && saved->as_double() != now)
+          std::printf("note: %s %g is not used: training continues with the checkpoint's %g\n", flag, now, saved->as_double());
     if (scaler.is_enabled() && ck.meta.contains("scaler")) {
       std::map<std::string, double> s;
       for (const auto& [k, v] : ck.meta.at("scaler").members()) s[k] = v.as_double();

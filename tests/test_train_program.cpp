@@ -332,6 +332,11 @@ TEST_CASE("minidl-train --resume refuses a weights-only file, another batch size
     CHECK(r.output.find("minidl-train: minidl-train:") == std::string::npos);
   }
   CHECK(run_train(common + "--batch-size 20 --seed 5 --limit-train 80 --resume " + ck).status == 0);
+  // Other hyper-parameters are taken from the checkpoint, and the run says so.
+  Result changed = run_train(common + "--batch-size 20 --seed 5 --limit-train 80 --lr 0.5 --resume " + ck);
+  CHECK(changed.status == 0);
+  CHECK(changed.output.find("note: --lr 0.5 is not used: training continues with the checkpoint's 0.05") != std::string::npos);
+  CHECK(epoch_values(changed.output, "lr") == std::vector<double>{0.05, 0.05});
   // A safetensors file of weights only (no training state).
   const std::string weights = dir.file("weights.safetensors");
   {
