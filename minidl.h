@@ -2,6 +2,7 @@
 #pragma once
 
 // core
+#include "framework/anomaly_mode.h"
 #include "framework/cpu_allocator.h"
 #include "framework/cuda.h"
 #include "framework/device.h"
@@ -14,6 +15,7 @@
 #include "autocast/policy.h"
 #include "autocast/state.h"
 // ops (Tensor, the graph, the autocast hook and policy table)
+#include "ops/anomaly.h"
 #include "ops/autocast_hook.h"
 #include "ops/node.h"
 #include "ops/ops.h"

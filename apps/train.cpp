@@ -136,6 +136,7 @@ int run(const train::Config& c) {
   if (c.amp == "bf16") amp_dtype = DType::BF16;
   if (c.amp == "fp16") amp_dtype = DType::F16;
 
+  DetectAnomaly anomaly_mode(c.detect_anomaly);  // --detect-anomaly: the first NaN/inf stops the run naming its op
   manual_seed(c.seed);
   Data d = load_data(c);
   MINIDL_CHECK(d.train->size() > 0 && d.test->size() > 0, "--data", "the ", d.train->size() > 0 ? "test" : "training",
@@ -179,6 +180,12 @@ int run(const train::Config& c) {
                      ", not ", now, ": resuming would continue at the wrong sample (pass ", flag, " ", saved->as_int(), ")");
     model->load_state_dict(ck.tensors_under("model"));
     opt->load_state_dict(ck.state_dict("optim"));
+    // The saved hyper-parameters continue (as PyTorch's load_state_dict); say so where flags differ.
+    if (const Json* groups = ck.meta.at("optim").find("param_groups"); groups && groups->size() > 0)
+      for (const auto& [key, flag, now] : {std::tuple<const char*, const char*, double>{"lr", "--lr", c.lr},
+                                           {"momentum", "--momentum", c.momentum}, {"weight_decay", "--weight-decay", c.weight_decay}})
+        if (const Json* saved = (*groups)[0].find(key); saved && saved->as_double() != now)
+          std::printf("note: %s %g is not used: training continues with the checkpoint's %g\n", flag, now, saved->as_double());
     if (scaler.is_enabled() && ck.meta.contains("scaler")) {
       std::map<std::string, double> s;
       for (const auto& [k, v] : ck.meta.at("scaler").members()) s[k] = v.as_double();
@@ -283,8 +290,8 @@ int run(const train::Config& c) {
         if (scaler.is_enabled() && !warned_scale && (scaler.get_scale() < kScaleFloor || consecutive_skips >= kSkipRun)) {
           warned_scale = true;
           std::fprintf(stderr,
-                       "minidl-train: warning: the fp16 loss scale collapsed to %g after %lld consecutive skipped steps "
-                       "(inf/NaN gradients at every scale): lower --lr, or use --amp bf16\n",
+                       "minidl-train: warning: fp16 loss scaling has collapsed: the scale is %g after %lld consecutive "
+                       "skipped steps (inf/NaN gradients at every scale): lower --lr, or use --amp bf16\n",
                        scaler.get_scale(), static_cast<long long>(consecutive_skips));
         }
         const int64_t n = batch.target.numel();

@@ -2,13 +2,16 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "autocast/state.h"
+#include "framework/anomaly_mode.h"
 #include "framework/grad_mode.h"
 #include "framework/error.h"
+#include "ops/anomaly.h"
 #include "ops/ops.h"
 
 namespace minidl::autograd {
@@ -167,6 +170,9 @@ void run(const TensorList& roots, const TensorList& grad_roots, bool retain_grap
   }
 
   CallbackScope callback_scope;
+  // Anomaly mode: every gradient a node returns is checked (after its dtype conversion, which can
+  // overflow too); off, nothing is checked.
+  const bool detect_anomaly = AnomalyMode::is_enabled();
   // As in PyTorch, where retain_graph defaults to create_graph: a graph built by create_graph
   // refers back into this one, so this one must survive.
   retain_graph = retain_graph || create_graph;
@@ -242,6 +248,8 @@ void run(const TensorList& roots, const TensorList& grad_roots, bool retain_grap
       if (is_accumulator) {
         accumulate_into_leaf(static_cast<const AccumulateGrad&>(*node), grads[0], create_graph);
       } else {
+        std::optional<ForwardChecksOff> judged_by_node;  // its ops' results are this node's gradients
+        if (detect_anomaly) judged_by_node.emplace();
         outs = node->apply(std::move(grads));
         if (!retain_graph) node->release_saved();
         MINIDL_CHECK(outs.size() == node->next_edges.size(), node->name(), "returned ", outs.size(),
@@ -251,7 +259,11 @@ void run(const TensorList& roots, const TensorList& grad_roots, bool retain_grap
     for (size_t i = 0; i < node->next_edges.size(); ++i) {
       const Edge& e = node->next_edges[i];
       if (!e.fn) continue;
-      if (i < outs.size() && outs[i].defined() && wanted(e.fn.get())) accumulate(slot(e), validate(*node, i, outs[i]));
+      if (i < outs.size() && outs[i].defined() && wanted(e.fn.get())) {
+        Tensor g = validate(*node, i, outs[i]);
+        if (detect_anomaly) check_backward_output(*node, i, g);
+        accumulate(slot(e), g);
+      }
       if (--deps[e.fn.get()] == 0 && queued.insert(e.fn.get()).second) ready.push(e.fn);
     }
   }

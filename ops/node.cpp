@@ -3,8 +3,10 @@
 #include <atomic>
 
 #include "autocast/state.h"
+#include "framework/anomaly_mode.h"
 #include "framework/error.h"
 #include "framework/grad_mode.h"
+#include "ops/anomaly.h"
 
 namespace minidl::autograd {
 
@@ -175,7 +177,10 @@ Edge gradient_edge(const Tensor& t) {
 
 std::shared_ptr<FunctionNode> record(const char* op_name, const TensorList& inputs, const TensorList& outputs,
                                      std::vector<Saved> saved, BackwardFn backward) {
-  if (!needs_grad(inputs)) return nullptr;
+  if (!needs_grad(inputs)) {
+    if (AnomalyMode::is_enabled()) check_forward_outputs(op_name, nullptr, inputs, outputs);
+    return nullptr;
+  }
   auto node = std::make_shared<FunctionNode>();
   node->op_name = op_name;
   node->self = node;
@@ -196,6 +201,7 @@ std::shared_ptr<FunctionNode> record(const char* op_name, const TensorList& inpu
   for (auto& s : saved) node->saved.emplace_back(s.tensor, s.is_output);
   node->backward = std::move(backward);
   tag(*node, outputs);
+  if (AnomalyMode::is_enabled()) check_forward_outputs(op_name, node.get(), inputs, outputs);
   if (t_observer.fn) t_observer.fn(t_observer.ctx, *node, outputs);
   return node;
 }

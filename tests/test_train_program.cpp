@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "data/idx.h"
+#include "serialize/serialize.h"
 #include "framework/cuda.h"
 #include "framework/json.h"
 #include "targets.h"
@@ -331,6 +332,11 @@ TEST_CASE("minidl-train --resume refuses a weights-only file, another batch size
     CHECK(r.output.find("minidl-train: minidl-train:") == std::string::npos);
   }
   CHECK(run_train(common + "--batch-size 20 --seed 5 --limit-train 80 --resume " + ck).status == 0);
+  // Other hyper-parameters are taken from the checkpoint, and the run says so.
+  Result changed = run_train(common + "--batch-size 20 --seed 5 --limit-train 80 --lr 0.5 --resume " + ck);
+  CHECK(changed.status == 0);
+  CHECK(changed.output.find("note: --lr 0.5 is not used: training continues with the checkpoint's 0.05") != std::string::npos);
+  CHECK(epoch_values(changed.output, "lr") == std::vector<double>{0.05, 0.05});
   // A safetensors file of weights only (no training state).
   const std::string weights = dir.file("weights.safetensors");
   {
@@ -358,4 +364,51 @@ TEST_CASE("minidl-train refuses an empty training set and test images of another
   CHECK(r.status == 1);
   CHECK(r.output.find("training images in " + mismatch.path.string() + " are [1, 28, 28] but test images are [1, 14, 14]") !=
         std::string::npos);
+}
+
+TEST_CASE("minidl-train --amp fp16 warns once when every step overflows and the loss scale cannot recover",
+          "[train_program][amp]") {
+  TempDir dir;
+  write_mnist_like(dir, 120, 20);
+  const std::string common = "--data " + dir.path.string() + " --amp fp16 --epochs 1 --batch-size 2 --no-progress --seed 2 ";
+  const std::string ck = dir.file("ck.safetensors"), overflowing = dir.file("overflowing.safetensors");
+  REQUIRE(run_train(common + "--max-steps 1 --checkpoint " + ck).status == 0);
+  const std::string warning = "warning: fp16 loss scaling has collapsed";
+  // Resumed as saved, the remaining 59 steps train: no warning.
+  Result healthy = run_train(common + "--resume " + ck);
+  CHECK(healthy.status == 0);
+  CHECK(healthy.output.find(warning) == std::string::npos);
+  // The same checkpoint with a loss scale of 3e38: the scaled f32 loss is inf, so every step has
+  // inf/NaN gradients, is skipped and halves the scale (it would take ~110 halvings to recover).
+  minidl::Checkpoint c = minidl::Checkpoint::load(ck);
+  c.meta["scaler"]["scale"] = 3e38;
+  c.save(overflowing);
+  Result r = run_train(common + "--resume " + overflowing);
+  INFO(r.output);
+  CHECK(r.status == 0);
+  const size_t at = r.output.find(warning);
+  REQUIRE(at != std::string::npos);
+  CHECK(r.output.find("50 consecutive skipped steps", at) != std::string::npos);
+  CHECK(r.output.find(warning, at + 1) == std::string::npos);  // once
+  CHECK(last_line_json(r.output).at("skipped_steps").as_int() == 59);
+}
+
+TEST_CASE("minidl-train --detect-anomaly stops at the first NaN/inf naming the op and module, and changes no result",
+          "[train_program][anomaly]") {
+  TempDir dir;
+  write_mnist_like(dir, 200, 40);
+  const std::string common = "--data " + dir.path.string() + " --epochs 1 --batch-size 20 --no-progress --seed 3 ";
+  Result bad = run_train(common + "--lr 1e6 --detect-anomaly");
+  INFO(bad.output);
+  CHECK(bad.status == 1);
+  CHECK(bad.output.find("minidl-train: anomaly mode: ") != std::string::npos);
+  CHECK(bad.output.find("in module 'fc") != std::string::npos);
+  CHECK(bad.output.find("non-finite training loss") == std::string::npos);  // caught before the loss
+  // A healthy run checked everywhere ends exactly as without the checks.
+  Result plain = run_train(common + "--lr 0.05"), checked = run_train(common + "--lr 0.05 --detect-anomaly");
+  REQUIRE(plain.status == 0);
+  REQUIRE(checked.status == 0);
+  CHECK(checked.output.find("detect_anomaly=on") != std::string::npos);
+  for (const char* key : {"train_loss", "test_loss", "test_accuracy"})
+    CHECK(last_line_json(checked.output).at(key).as_double() == last_line_json(plain.output).at(key).as_double());
 }

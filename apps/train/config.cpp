@@ -21,10 +21,7 @@ namespace {
 constexpr int64_t kMaxEpochs = 1000000, kMaxBatch = int64_t{1} << 24, kMaxWorkers = 256;
 constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 
-[[noreturn]] void fail(const std::string& msg) {
-  std::fprintf(stderr, "minidl-train: %s\n(run minidl-train --help for the flags)\n", msg.c_str());
-  std::exit(2);
-}
+[[noreturn]] void fail(const std::string& msg) { throw FlagError(msg); }
 
 double parse_double(const std::string& flag, const std::string& v) {
   try {
@@ -103,6 +100,9 @@ a JSON summary as the last line of stdout.
   --max-steps N         stop after N optimizer steps                       [no limit]
   --nan-policy P        stop (exit status 3) or skip (skip the batch) on a  [stop]
                         non-finite training loss
+  --detect-anomaly      anomaly mode: every op checks its outputs and every backward node its
+                        gradients for NaN/inf; the first one stops the run (exit 1) naming the
+                        op, its module and the forward op of the backward node (slower)
   --no-progress         no live progress bar or periodic step lines
   --help                this text
 
@@ -115,7 +115,7 @@ skipped_steps, saved_activation_bytes.
 )";
 }
 
-Config parse_args(int argc, char** argv) {
+Config parse_flags(const std::vector<std::string>& args) {
   Config c;
   bool data_set = false;
   std::map<std::string, std::function<void(const std::string&)>> flags = {
@@ -141,14 +141,19 @@ Config parse_args(int argc, char** argv) {
       {"--max-steps", [&](const std::string& v) { c.max_steps = parse_int("--max-steps", v, 0, kMaxInt); }},
       {"--nan-policy", [&](const std::string& v) { one_of("--nan-policy", v, {"stop", "skip"}); c.nan_policy = v; }},
   };
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
+  const size_t argc = args.size();
+  for (size_t i = 0; i < argc; ++i) {
+    std::string arg = args[i];
     if (arg == "--help" || arg == "-h") {
-      std::fputs(usage().c_str(), stdout);
-      std::exit(0);
+      c.help = true;
+      return c;
     }
     if (arg == "--no-progress") {
       c.progress = false;
+      continue;
+    }
+    if (arg == "--detect-anomaly") {
+      c.detect_anomaly = true;
       continue;
     }
     std::string value;
@@ -161,7 +166,7 @@ Config parse_args(int argc, char** argv) {
     if (it == flags.end()) fail("unknown flag '" + arg + "'");
     if (eq == std::string::npos) {
       if (i + 1 >= argc) fail("flag " + arg + " needs a value");
-      value = argv[++i];
+      value = args[++i];
     }
     it->second(value);
   }
@@ -178,6 +183,20 @@ Config parse_args(int argc, char** argv) {
   return c;
 }
 
+Config parse_args(int argc, char** argv) {
+  try {
+    Config c = parse_flags(std::vector<std::string>(argv + 1, argv + argc));
+    if (c.help) {
+      std::fputs(usage().c_str(), stdout);
+      std::exit(0);
+    }
+    return c;
+  } catch (const FlagError& e) {
+    std::fprintf(stderr, "minidl-train: %s\n(run minidl-train --help for the flags)\n", e.what());
+    std::exit(2);
+  }
+}
+
 std::string describe(const Config& c) {
   std::ostringstream os;
   os << "config: model=" << c.model << " dataset=" << c.dataset << " data=" << c.data << " epochs=" << c.epochs
@@ -189,6 +208,7 @@ std::string describe(const Config& c) {
   if (c.limit_train) os << " limit_train=" << c.limit_train;
   if (c.max_steps) os << " max_steps=" << c.max_steps;
   if (c.nan_policy != "stop") os << " nan_policy=" << c.nan_policy;
+  if (c.detect_anomaly) os << " detect_anomaly=on";
   return os.str();
 }
 

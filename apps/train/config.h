@@ -3,7 +3,9 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace minidl::train {
 
@@ -30,11 +32,23 @@ struct Config {
   int64_t max_steps = 0;       // stop after N optimizer steps in total (0: no limit)
   bool progress = true;        // live progress bar on a terminal / periodic lines otherwise
   std::string nan_policy = "stop";  // stop | skip: what a non-finite training loss does
+  bool detect_anomaly = false;      // check every op's outputs and gradients for NaN/inf
+  bool help = false;                // --help was given: print usage() and exit 0
 };
 
-// Parses argv; on --help prints the usage and exits 0; on a bad flag (an integer out of its range
-// included) or an output path (--checkpoint, --metrics, --json, --precision-report) that cannot be
-// written prints the error and the usage hint to stderr and exits 2.
+// A bad flag or value, or an output path that cannot be written (exit status 2).
+struct FlagError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Parses the flags (args without the program name). Throws FlagError on a bad flag (an integer out
+// of its range included) or an output path (--checkpoint, --metrics, --json, --precision-report)
+// that cannot be written; stops at --help with help set. Writes nothing, exits nothing: the fuzz
+// target tests/fuzz/fuzz_train_flags.cpp calls it on arbitrary arguments.
+Config parse_flags(const std::vector<std::string>& args);
+
+// parse_flags on argv; on --help prints the usage and exits 0; on a FlagError prints it and the usage
+// hint to stderr and exits 2.
 Config parse_args(int argc, char** argv);
 std::string usage();
 std::string describe(const Config& c);  // the resolved configuration, one line
