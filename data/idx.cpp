@@ -80,11 +80,14 @@ IdxData read_idx_u8(const std::string& path, int ndim) {
     MINIDL_CHECK(total < (uint64_t{1} << 40), "IDX", path, ": header declares an implausible size");
   }
 
-  // Read in chunks so that a lying header cannot make us allocate more than the file holds.
-  constexpr size_t kChunk = size_t{64} << 20;
+  // Read in chunks that double from 64 KiB (up to 64 MiB), so that a lying header cannot make us
+  // allocate more than about twice what the file holds (a fixed 64 MiB first chunk made every small
+  // corrupt file cost a 64 MiB allocation).
+  size_t chunk = size_t{64} << 10;
   size_t have = 0;
   while (have < total) {
-    const size_t want = std::min<size_t>(total - have, kChunk);
+    const size_t want = std::min<size_t>(total - have, chunk);
+    chunk = std::min<size_t>(chunk * 2, size_t{64} << 20);
     out.values.resize(have + want);
     const size_t n = read_some(file.get(), out.values.data() + have, want, path);
     have += n;

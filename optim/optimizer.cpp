@@ -49,7 +49,8 @@ std::vector<ParamGroup> Optimizer::single_group(std::vector<Tensor> params) {
 void Optimizer::add_param_group(ParamGroup group) {
   const std::string op = name() + "::add_param_group";
   if (!group.options) group.options = defaults_->clone();
-  MINIDL_CHECK(typeid(*group.options) == typeid(*defaults_), op, "a param group's options are not ", name(),
+  const OptimizerOptions &given = *group.options, &defaults = *defaults_;  // typeid of plain references: no side effects
+  MINIDL_CHECK(typeid(given) == typeid(defaults), op, "a param group's options are not ", name(),
                "'s options type");
   std::unordered_set<const TensorImpl*> existing;
   for (const auto& g : groups_)

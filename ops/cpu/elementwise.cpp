@@ -20,7 +20,6 @@ namespace {
 constexpr double kSqrt1_2 = 0.70710678118654752440;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 constexpr double kSqrt2OverPi = 0.79788456080286535588;
-constexpr double kLn2 = 0.69314718055994530942;
 
 // m values of a row whose elements are `stride` apart, as compute-type values (widened f16/bf16).
 template <class T>
