@@ -171,6 +171,19 @@ void bench_model(const ModelSpec& m, int reps) {
 }
 const auto kStart = std::chrono::steady_clock::now();  // ~ process start (static initialisation)
 
+// Threads of this process now (/proc/self/status): the pool's, the loader's, and any OpenMP team a
+// library opened (there should be none beside the pool: bench/README.md, "Threads").
+int os_threads() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  int n = -1;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "Threads: %d", &n) == 1) break;
+  std::fclose(f);
+  return n;
+}
+
 // --one MODEL PRECISION STEPS REPS: one workload, one JSON line (bench/compare/ runs one process per
 // workload so that each gets its own peak RSS and time to the first step).
 int run_one(int argc, char** argv) {
@@ -196,7 +209,7 @@ int run_one(int argc, char** argv) {
               "\"first_step_s\": %.4f, \"samples_per_s\": [",
               spec->name, prec.c_str(), (long long)spec->batch, omp_get_max_threads(), first);
   for (int r = 0; r < reps; ++r) std::printf("%s%.2f", r ? ", " : "", steps * spec->batch / runner.run({p, false}, steps));
-  std::printf("]}\n");
+  std::printf("], \"os_threads\": %d}\n", os_threads());
   return 0;
 }
 }  // namespace

@@ -167,7 +167,8 @@ def main():
                 row[side] = {"samples_per_s_median": med, "min": min(rates), "max": max(rates), "threads": threads,
                              "peak_rss_mib": statistics.median(r["peak_rss_mib"] for r in runs),
                              "first_step_s": statistics.median(r["first_step_s"] for r in runs),
-                             "gflops": gflops, "fraction_of_fma_peak": gflops / peak}
+                             "gflops": gflops, "fraction_of_fma_peak": gflops / peak,
+                             "os_threads": runs[0].get("os_threads")}
             if row["pytorch"]:
                 row["pytorch"]["config"] = env_label(best[m][1], best[m][2])
             row["ratio"] = (row["minidl"]["samples_per_s_median"] / row["pytorch"]["samples_per_s_median"]
