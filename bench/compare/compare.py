@@ -17,12 +17,13 @@ PYTHON = "/usr/bin/python3"  # Debian's python3-torch lives in the system interp
 
 # steps per measured repetition (about 1 s each on a quiet 2-core Zen 3/4 or Xeon), full and --quick
 STEPS = {"mlp": (400, 40), "lenet": (150, 15), "cnn": (10, 2), "resnet20": (5, 2)}
-PRECISIONS = ("f32", "bf16", "fp16")  # PyTorch 1.13's CPU autocast has no fp16
+PRECISIONS = ("f32", "bf16", "fp16")
+SLOW_REPEAT_S = 5.0  # seconds per step above which a PyTorch workload is measured in one repetition only  # PyTorch 1.13's CPU autocast has no fp16
 
 
-def run_process(cmd):
-    """Runs a helper (the FMA loop, the FLOP count) and returns its stdout."""
-    p = subprocess.run(cmd, capture_output=True, text=True)
+def run_process(cmd, env_extra=None):
+    """Runs a helper (the FMA loop, the FLOP count, the settings search) and returns its stdout."""
+    p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env_extra or {})})
     if p.returncode != 0:
         sys.exit(f"compare: {' '.join(cmd)} failed ({p.returncode}):\n{p.stderr[-2000:]}")
     return p.stdout
@@ -77,18 +78,23 @@ def cpu_model():
     return f"{name} (family {fam} model {mod}, {os.cpu_count()} CPUs)", flags
 
 
-def torch_configs(avx512):
-    """The PyTorch settings searched: thread count and the BLAS/OpenMP environment. Debian's OpenBLAS
-    0.3.21 may not recognise a new CPU and fall back to slow kernels unless told its core type."""
+def torch_envs(avx512):
+    """The BLAS/OpenMP environments searched for PyTorch (each with 1 and 2 threads). Debian's
+    OpenBLAS 0.3.21 may not recognise a new CPU and fall back to slow kernels unless told its core
+    type; its pthread pool and PyTorch's OpenMP team may fight over 2 cores unless one is quiet."""
     cores = ["SkylakeX", "Cooperlake", "Haswell"] if avx512 else ["Haswell", "Zen"]
     envs = [{}, {"OPENBLAS_NUM_THREADS": "1"}, {"OMP_WAIT_POLICY": "PASSIVE"},
             {"OPENBLAS_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}]
-    envs += [{"OPENBLAS_NUM_THREADS": "1", "OPENBLAS_CORETYPE": c} for c in cores]
-    return [(t, e) for e in envs for t in (1, 2)]
+    return envs + [{"OPENBLAS_NUM_THREADS": "1", "OPENBLAS_CORETYPE": c} for c in cores]
 
 
 def env_label(threads, env):
     return f"threads={threads}" + "".join(f" {k}={v}" for k, v in sorted(env.items()))
+
+
+def slow(run):
+    """A workload whose steps take so long (PyTorch's CPU bf16) that repeating it would take minutes."""
+    return run["batch"] / run["samples_per_s"][0] > SLOW_REPEAT_S
 
 
 def torch_cmd(model, prec, steps, reps, threads):
@@ -99,7 +105,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bench", required=True, help="minidl-bench-step")
     ap.add_argument("--fma", required=True, help="minidl-fma-peak")
-    ap.add_argument("--quick", action="store_true", help="smoke test: 1 repetition, few steps, short search")
+    ap.add_argument("--quick", action="store_true", help="smoke test: 1 repetition, few steps, default environment only")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--models", default="mlp,lenet,cnn,resnet20")
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
@@ -113,21 +119,25 @@ def main():
     print(f"CPU: {cpu}; FMA-loop peak ({fma['isa']}): {fma['peak_gflops_1t']:.0f} GFLOP/s per core, "
           f"{fma['peak_gflops_nt']:.0f} on 2 threads; load average {os.getloadavg()[0]:.1f}", flush=True)
 
-    # 1. PyTorch's best configuration per model: short f32 runs of every setting, best samples/s.
-    configs = torch_configs(avx512)
+    # 1. PyTorch's best configuration per model: short f32 runs (best of 2) of every setting, one
+    # process per environment (the variables are read at start-up), thread counts inside it.
+    envs = torch_envs(avx512)
     if a.quick:
-        configs = configs[:2]
+        envs = envs[:1]
+    spec = ",".join(f"{m}:{max(2, STEPS[m][1])}" for m in models)
+    trials = {m: [] for m in models}
+    for env in envs:
+        rates = json.loads(run_process([PYTHON, TORCH_SCRIPT, "--search", spec, "1,2"], env).strip().splitlines()[-1])
+        for key, rate in rates.items():
+            m, t = key.split(":")
+            trials[m].append((rate, int(t), env))
     best = {}
     for m in models:
-        steps = max(2, STEPS[m][1])
-        trials = []
-        for threads, env in configs:
-            r = run_measured(torch_cmd(m, "f32", steps, 1, threads), env)
-            trials.append((r["samples_per_s"][0], threads, env))
-        trials.sort(key=lambda t: -t[0])
-        best[m] = trials[0]
-        print(f"PyTorch {m}: best of {len(trials)} settings: {env_label(best[m][1], best[m][2])} "
-              f"({trials[0][0]:.0f} samples/s; worst {trials[-1][0]:.0f})", flush=True)
+        trials[m].sort(key=lambda t: -t[0])
+        best[m] = trials[m][0]
+        print(f"PyTorch {m}: best of {len(trials[m])} settings: {env_label(best[m][1], best[m][2])} "
+              f"({trials[m][0][0]:.0f} samples/s; worst {trials[m][-1][0]:.0f}: {env_label(trials[m][-1][1], trials[m][-1][2])})",
+              flush=True)
 
     # 2. Alternated repetitions: per repetition every workload, minidl and PyTorch as separate
     # processes, the order flipped on odd repetitions.
@@ -140,6 +150,8 @@ def main():
                 for side in sides:
                     if side == "pytorch" and prec == "fp16":
                         continue
+                    if side == "pytorch" and rep > 0 and slow(results[(m, prec, side)][0]):
+                        continue  # a step of many seconds: its first repetition stands alone
                     if side == "minidl":
                         r = run_measured([a.bench, "--one", m, prec, str(steps), "1"])
                     else:
@@ -164,7 +176,7 @@ def main():
                 threads = runs[0]["threads"]
                 peak = fma["peak_gflops_1t"] if threads == 1 else fma["peak_gflops_nt"]
                 gflops = med * flops[m] / 1e9
-                row[side] = {"samples_per_s_median": med, "min": min(rates), "max": max(rates), "threads": threads,
+                row[side] = {"samples_per_s_median": med, "reps": len(rates), "min": min(rates), "max": max(rates), "threads": threads,
                              "peak_rss_mib": statistics.median(r["peak_rss_mib"] for r in runs),
                              "first_step_s": statistics.median(r["first_step_s"] for r in runs),
                              "gflops": gflops, "fraction_of_fma_peak": gflops / peak,
@@ -175,10 +187,14 @@ def main():
                             if row["pytorch"] else None)
             rows.append(row)
 
+    def num(v):
+        return f"{v:.0f}" if v >= 100 else f"{v:.3g}"
+
     def cell(s):
         if not s:
             return "n/a (PyTorch CPU autocast has no fp16)", "", "", "", ""
-        return (f"{s['samples_per_s_median']:.0f} ({s['min']:.0f}-{s['max']:.0f})", f"{s['peak_rss_mib']:.0f}",
+        spread = f"({num(s['min'])}-{num(s['max'])})" if s["reps"] == reps else f"({s['reps']} rep: slow steps)"
+        return (f"{num(s['samples_per_s_median'])} {spread}", f"{s['peak_rss_mib']:.0f}",
                 f"{s['first_step_s']:.2f}", f"{s['gflops']:.1f}", f"{100 * s['fraction_of_fma_peak']:.0f}%")
 
     head = ("| model | prec | MFLOP/sample | minidl samples/s (min-max) | PyTorch samples/s (min-max) | ratio | "

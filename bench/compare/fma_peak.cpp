@@ -18,30 +18,24 @@
 namespace {
 constexpr long kIters = 4'000'000;  // per run and thread; 12 chains x lanes x 2 flops each
 
-// Returns a value that depends on every chain so that the compiler keeps them all.
-__attribute__((target("avx2,fma"))) float fma_avx2(long iters) {
-  __m256 a[12];
-  for (int i = 0; i < 12; ++i) a[i] = _mm256_set1_ps(1.0f + i * 1e-3f);
-  const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
-  for (long it = 0; it < iters; ++it)
-#pragma GCC unroll 12
-    for (int i = 0; i < 12; ++i) a[i] = _mm256_fmadd_ps(a[i], m, c);
-  __m256 s = a[0];
-  for (int i = 1; i < 12; ++i) s = _mm256_add_ps(s, a[i]);
-  return _mm256_cvtss_f32(s);
-}
-
-__attribute__((target("avx512f"))) float fma_avx512(long iters) {
-  __m512 a[12];
-  for (int i = 0; i < 12; ++i) a[i] = _mm512_set1_ps(1.0f + i * 1e-3f);
-  const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
-  for (long it = 0; it < iters; ++it)
-#pragma GCC unroll 12
-    for (int i = 0; i < 12; ++i) a[i] = _mm512_fmadd_ps(a[i], m, c);
-  __m512 s = a[0];
-  for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, a[i]);
-  return _mm512_reduce_add_ps(s);
-}
+// kernel(iters): 12 independent chains a = a * m + c of one vector width; returns a value that
+// depends on every chain so that the compiler keeps them all. One definition per ISA, each compiled
+// for its own target (intrinsics cannot be inlined into a function of another target).
+#define MINIDL_FMA_LOOP(NAME, TARGET, V, SET1, FMADD, ADD, FIRST)          \
+  __attribute__((target(TARGET))) float NAME(long iters) {                 \
+    V a[12];                                                               \
+    for (int i = 0; i < 12; ++i) a[i] = SET1(1.0f + i * 1e-3f);            \
+    const V m = SET1(0.999999f), c = SET1(1e-7f);                          \
+    for (long it = 0; it < iters; ++it) {                                  \
+      _Pragma("GCC unroll 12") for (int i = 0; i < 12; ++i) a[i] = FMADD(a[i], m, c); \
+    }                                                                      \
+    V s = a[0];                                                            \
+    for (int i = 1; i < 12; ++i) s = ADD(s, a[i]);                         \
+    return FIRST(s);                                                       \
+  }
+MINIDL_FMA_LOOP(fma_avx2, "avx2,fma", __m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, _mm256_cvtss_f32)
+MINIDL_FMA_LOOP(fma_avx512, "avx512f", __m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, _mm512_cvtss_f32)
+#undef MINIDL_FMA_LOOP
 
 // GFLOP/s of `threads` threads each running kernel(kIters), best of 5.
 double measure(float (*kernel)(long), int lanes, int threads) {

@@ -3,6 +3,9 @@ workload per process, for bench/compare/compare.py. A baseline only: minidl neve
 
     python3 torch_models.py MODEL f32|bf16 STEPS REPS THREADS   -> one JSON line
     python3 torch_models.py --flops                              -> training FLOPs per sample
+    python3 torch_models.py --search MODEL:STEPS,... THREADS,...  -> f32 samples/s per model and
+                                                                    thread count (one process per
+                                                                    environment setting searched)
 
 The step is minidl-bench-step's (bench/bench_step.cpp): 20 prepared batches of random inputs and
 labels, forward + cross-entropy under autocast when asked, backward, SGD(lr 0.01, momentum 0.9),
@@ -98,6 +101,8 @@ class ResNet20(nn.Module):  # stem conv-bn-relu 16, 3 stages x 3 blocks (16, 32,
         return self.head(h)
 
 
+SLOW_STEP_S = 2.0  # a first step longer than this: no warm-up, one step per measurement
+
 # name: (constructor, one sample's shape, batch) as in bench/bench_step.cpp's kModels
 MODELS = {
     "mlp": (MLP, (784,), 128),
@@ -128,7 +133,7 @@ def training_flops_per_sample(name):
     return 3 * total[0]
 
 
-def run_one(name, precision, steps, reps, threads):
+def run_one(name, precision, steps, reps, threads, quiet=False):
     torch.set_num_threads(threads)
     ctor, shape, batch = MODELS[name]
     torch.manual_seed(0)
@@ -148,10 +153,17 @@ def run_one(name, precision, steps, reps, threads):
             opt.zero_grad()
         return time.perf_counter() - t0
 
-    run(1)
+    t1 = run(1)
     first = time.perf_counter() - START
-    run(max(2, steps // 5))  # warm-up
+    if t1 > SLOW_STEP_S:
+        # A step of seconds (PyTorch 1.13's bf16 on CPUs without native bf16: 10-20x its f32) needs
+        # no warm-up to be measured and would take minutes per repetition: time single steps.
+        steps = 1
+    else:
+        run(max(2, steps // 5))  # warm-up
     rates = [steps * batch / run(steps) for _ in range(reps)]
+    if quiet:
+        return rates
     print(json.dumps({"side": "pytorch", "model": name, "precision": precision, "batch": batch,
                       "threads": torch.get_num_threads(), "first_step_s": round(first, 4),
                       "samples_per_s": [round(r, 2) for r in rates], "torch": torch.__version__}))
@@ -160,6 +172,13 @@ def run_one(name, precision, steps, reps, threads):
 if __name__ == "__main__":
     if sys.argv[1:] == ["--flops"]:
         print(json.dumps({m: training_flops_per_sample(m) for m in MODELS}))
+    elif len(sys.argv) == 4 and sys.argv[1] == "--search":
+        out = {}
+        for spec in sys.argv[2].split(","):
+            m, steps = spec.split(":")
+            for t in sys.argv[3].split(","):
+                out[f"{m}:{t}"] = max(run_one(m, "f32", int(steps), 2, int(t), quiet=True))
+        print(json.dumps(out))
     else:
         if len(sys.argv) != 6 or sys.argv[1] not in MODELS or sys.argv[2] not in ("f32", "bf16"):
             sys.exit("usage: torch_models.py MODEL f32|bf16 STEPS REPS THREADS | --flops")
