@@ -24,7 +24,7 @@ struct Layer {
   int count;  // how many convs of this shape one forward has
 };
 
-// ResNet-20 (b128) and SmallCNN (b64), nn/models.cpp.
+// ResNet-20 (b128), SmallCNN (b64) and LeNet-5 (b64), nn/models.cpp.
 const Layer kLayers[] = {
     {"resnet20", 128, 3, 32, 16, 3, 1, 1, 1},   {"resnet20", 128, 16, 32, 16, 3, 1, 1, 6},
     {"resnet20", 128, 16, 32, 32, 3, 2, 1, 1},  {"resnet20", 128, 16, 32, 32, 1, 2, 0, 1},
@@ -33,7 +33,9 @@ const Layer kLayers[] = {
     {"cnn", 64, 3, 32, 32, 3, 1, 1, 1},         {"cnn", 64, 32, 32, 32, 3, 1, 1, 1},
     {"cnn", 64, 32, 16, 64, 3, 1, 1, 1},        {"cnn", 64, 64, 16, 64, 3, 1, 1, 1},
     {"cnn", 64, 64, 8, 128, 3, 1, 1, 1},
+    {"lenet", 64, 1, 28, 6, 5, 1, 2, 1},        {"lenet", 64, 6, 14, 16, 5, 1, 0, 1},
 };
+const char* const kModelNames[] = {"resnet20 b128", "cnn b64", "lenet b64"};
 
 double seconds(const std::chrono::steady_clock::time_point& t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -53,7 +55,7 @@ int main(int argc, char** argv) {
               omp_get_max_threads(), reps);
   std::printf("%-9s %-28s %5s | %8s %8s %5s | %8s %8s %5s | %8s %8s %5s\n", "model", "layer", "count", "fwd i2c", "dnnl",
               "x", "dX i2c", "dnnl", "x", "dW i2c", "dnnl", "x");
-  double total[2][2] = {{0, 0}, {0, 0}};  // [model][backend], weighted by count
+  double total[3][2] = {{0, 0}, {0, 0}, {0, 0}};  // [model][backend], weighted by count
   for (const Layer& l : kLayers) {
     kernels::Conv2dGeometry g;
     g.N = l.N, g.C = l.C, g.H = g.W = l.H, g.O = l.O, g.kH = g.kW = l.k, g.sh = g.sw = l.stride, g.ph = g.pw = l.pad;
@@ -85,14 +87,14 @@ int main(int argc, char** argv) {
     std::printf("%-9s %-28s %5d |", l.model, name, l.count);
     for (int p = 0; p < 3; ++p)
       std::printf(" %8.2f %8.2f %4.2fx%s", best[p][0] * 1e3, best[p][1] * 1e3, best[p][0] / best[p][1], p < 2 ? " |" : "\n");
-    const int m = l.model[0] == 'r' ? 0 : 1;
-    for (int b = 0; b < 2; ++b)
-      total[m][b] += l.count * (l.C == 3 ? best[0][b] + best[2][b] : best[0][b] + best[1][b] + best[2][b]);
+    const int m = l.model[0] == 'r' ? 0 : l.model[0] == 'c' ? 1 : 2;
+    const bool first = l.C <= 3;  // the input layer: no input gradient in training
+    for (int b = 0; b < 2; ++b) total[m][b] += l.count * (first ? best[0][b] + best[2][b] : best[0][b] + best[1][b] + best[2][b]);
   }
   dc::set_enabled(true);
-  for (int m = 0; m < 2; ++m)
+  for (int m = 0; m < 3; ++m)
     std::printf("%s: all conv passes of one training step (the first layer has no input gradient): im2col %.1f ms, "
                 "oneDNN %.1f ms, %.2fx\n",
-                m == 0 ? "resnet20 b128" : "cnn b64", total[m][0] * 1e3, total[m][1] * 1e3, total[m][0] / total[m][1]);
+                kModelNames[m], total[m][0] * 1e3, total[m][1] * 1e3, total[m][0] / total[m][1]);
   return 0;
 }
