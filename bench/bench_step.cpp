@@ -4,10 +4,15 @@
 //   mlp    784-256-256-10, batch 128 (also fed by a DataLoader with 2 workers, as the train program is)
 //   lenet  LeNet-5 on 1x28x28, batch 64
 //   cnn    SmallCNN (VGG-style, 3x32x32), batch 64
+//   resnet20  ResNet-20 (CIFAR variant, 3x32x32), batch 128
 // Ratios: each precision against f32 of the same model, and each model against PyTorch 1.13 on this
-// machine (DESIGN.md 5: ~33k, ~7k and ~390 samples/s in f32; targets >= 1.5x, 1.2x, 1.2x).
+// machine (DESIGN.md 5: ~33k, ~7k and ~390 samples/s in f32; targets >= 1.5x, 1.2x, 1.2x). These are
+// fixed numbers from another run; bench/compare/run.sh measures PyTorch side by side instead.
 //
-//   build-bench/bench/minidl-bench-step [reps=5] [models=mlp,lenet,cnn]
+//   build-bench/bench/minidl-bench-step [reps=5] [models=mlp,lenet,cnn,resnet20]
+//   build-bench/bench/minidl-bench-step --one MODEL f32|bf16|fp16 STEPS REPS
+// The second form (used by bench/compare/) runs one workload and prints one JSON line: samples/s
+// per repetition, seconds from the start of main to the end of the first step, threads.
 #include <omp.h>
 
 #include <algorithm>
@@ -34,13 +39,14 @@ struct ModelSpec {
   Shape input;  // one sample
   int64_t batch;
   int steps;            // per repetition
-  double pytorch_f32;   // samples/s of PyTorch 1.13 here (DESIGN.md 5)
+  double pytorch_f32;   // samples/s of PyTorch 1.13 here (DESIGN.md 5); 0: none recorded
 };
 
 const ModelSpec kModels[] = {
     {"mlp", {784}, 128, 200, 33000},
     {"lenet", {1, 28, 28}, 64, 60, 7000},
     {"cnn", {3, 32, 32}, 64, 6, 390},
+    {"resnet20", {3, 32, 32}, 128, 3, 0},  // no fixed PyTorch number: see bench/compare/
 };
 
 struct Config {
@@ -157,15 +163,61 @@ void bench_model(const ModelSpec& m, int reps) {
   for (size_t i = 0; i < configs.size(); ++i) {
     const double s = median(secs[i]), rate = m.steps * m.batch / s;
     const std::string name = std::string(name_of(configs[i].precision)) + (configs[i].loader ? ", DataLoader 2 workers" : ", batches prepared");
-    std::printf("  %-44s %9.0f %9.3f %7.2fx %10.2fx   %7.3f  %8.3f  %9.3f\n", name.c_str(), rate, s / m.steps * 1e3,
-                rate / f32_rate, rate / m.pytorch_f32, phases[i][0] * 1e3, phases[i][1] * 1e3, phases[i][2] * 1e3);
+    char vs_pytorch[16] = "          -";
+    if (m.pytorch_f32 > 0) std::snprintf(vs_pytorch, sizeof vs_pytorch, "%10.2fx", rate / m.pytorch_f32);
+    std::printf("  %-44s %9.0f %9.3f %7.2fx %s   %7.3f  %8.3f  %9.3f\n", name.c_str(), rate, s / m.steps * 1e3,
+                rate / f32_rate, vs_pytorch, phases[i][0] * 1e3, phases[i][1] * 1e3, phases[i][2] * 1e3);
   }
+}
+const auto kStart = std::chrono::steady_clock::now();  // ~ process start (static initialisation)
+
+// Threads of this process now (/proc/self/status): the pool's, the loader's, and any OpenMP team a
+// library opened (there should be none beside the pool: bench/README.md, "Threads").
+int os_threads() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  int n = -1;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "Threads: %d", &n) == 1) break;
+  std::fclose(f);
+  return n;
+}
+
+// --one MODEL PRECISION STEPS REPS: one workload, one JSON line (bench/compare/ runs one process per
+// workload so that each gets its own peak RSS and time to the first step).
+int run_one(int argc, char** argv) {
+  if (argc != 6) {
+    std::fprintf(stderr, "usage: minidl-bench-step --one MODEL f32|bf16|fp16 STEPS REPS\n");
+    return 2;
+  }
+  const std::string model = argv[2], prec = argv[3];
+  const int steps = std::atoi(argv[4]), reps = std::atoi(argv[5]);
+  const ModelSpec* spec = nullptr;
+  for (const ModelSpec& m : kModels)
+    if (model == m.name) spec = &m;
+  const Precision p = prec == "f32" ? Precision::F32 : prec == "bf16" ? Precision::BF16 : Precision::FP16;
+  if (!spec || (prec != "f32" && prec != "bf16" && prec != "fp16") || steps < 1 || reps < 1) {
+    std::fprintf(stderr, "minidl-bench-step --one: unknown model or precision, or steps/reps < 1\n");
+    return 2;
+  }
+  Runner runner(*spec);
+  runner.run({p, false}, 1);
+  const double first = std::chrono::duration<double>(std::chrono::steady_clock::now() - kStart).count();
+  runner.run({p, false}, std::max(2, steps / 5));  // warm-up
+  std::printf("{\"side\": \"minidl\", \"model\": \"%s\", \"precision\": \"%s\", \"batch\": %lld, \"threads\": %d, "
+              "\"first_step_s\": %.4f, \"samples_per_s\": [",
+              spec->name, prec.c_str(), (long long)spec->batch, omp_get_max_threads(), first);
+  for (int r = 0; r < reps; ++r) std::printf("%s%.2f", r ? ", " : "", steps * spec->batch / runner.run({p, false}, steps));
+  std::printf("], \"os_threads\": %d}\n", os_threads());
+  return 0;
 }
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--one") return run_one(argc, argv);
   const int reps = argc > 1 ? std::atoi(argv[1]) : 5;
-  const std::string which = argc > 2 ? argv[2] : "mlp,lenet,cnn";
+  const std::string which = argc > 2 ? argv[2] : "mlp,lenet,cnn,resnet20";
   auto env = [](const char* v) { return std::getenv(v) ? std::getenv(v) : "(unset)"; };
   std::printf("minidl-bench-step: training steps, SGD momentum; threads %d; MINIDL_SPIN_US=%s OMP_WAIT_POLICY=%s; "
               "medians of %d interleaved reps; 'vs f32' is the same model's f32 row, 'vs PyTorch' its f32 samples/s here\n",

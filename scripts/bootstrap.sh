@@ -23,6 +23,8 @@ minidl_need_packages() {
 minidl_need_packages build-essential cmake libeigen3-dev catch2 zlib1g-dev
 # Open MPI: the dist/ process group and its multi-rank tests (mpirun -np 2 on loopback).
 minidl_need_packages libopenmpi-dev openmpi-bin
+# oneDNN: the f32 CPU convolution (ops/cpu/conv_dnnl.cpp; optional at build time, MINIDL_DNNL).
+minidl_need_packages libdnnl-dev
 
 # The CUDA toolkit, where present, is found through nvcc on PATH.
 if [ -x /usr/local/cuda/bin/nvcc ]; then export PATH="/usr/local/cuda/bin:$PATH"; fi

@@ -3,9 +3,13 @@
 // gradient checks, f16/bf16 against f32 within dtype-derived tolerances, autocast, and errors.
 #include <catch2/catch.hpp>
 
+#include <omp.h>
+
 #include <cmath>
+#include <functional>
 
 #include "gradcheck.h"
+#include "ops/cpu/conv_dnnl.h"
 #include "random_values.h"
 
 using namespace minidl;
@@ -121,14 +125,17 @@ double max_diff(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-TEST_CASE("conv2d matches a direct f64 convolution", "[conv]") {
-  struct Case {
-    const char* name;
-    Shape x, w;
-    bool bias;
-    ConvSpec spec;
-  };
-  const std::vector<Case> cases = {
+namespace {
+// The geometries the value tests cover (stride, padding, dilation, groups, 1x1, kernel = input,
+// a batch larger than the thread count).
+struct ConvCase {
+  const char* name;
+  Shape x, w;
+  bool bias;
+  ConvSpec spec;
+};
+const std::vector<ConvCase>& conv_cases() {
+  static const std::vector<ConvCase> cases = {
       {"3x3 bias", {2, 3, 6, 5}, {4, 3, 3, 3}, true, {}},
       {"stride 2 pad 1", {2, 3, 7, 6}, {4, 3, 3, 2}, true, {{2, 2}, {1, 1}, {1, 1}}},
       {"stride (1, 3) pad (2, 0)", {1, 2, 5, 9}, {3, 2, 3, 3}, false, {{1, 3}, {2, 0}, {2, 0}}},
@@ -137,10 +144,16 @@ TEST_CASE("conv2d matches a direct f64 convolution", "[conv]") {
       {"depthwise", {2, 3, 5, 5}, {3, 1, 3, 3}, false, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 3}},
       {"1x1", {2, 3, 4, 4}, {5, 3, 1, 1}, true, {}},
       {"1x1 stride 2", {2, 3, 5, 5}, {5, 3, 1, 1}, true, {{2, 2}}},
+      {"1x1 stride 2, even input (implied bottom padding -1)", {2, 3, 6, 6}, {5, 3, 1, 1}, true, {{2, 2}}},
       {"kernel = input", {3, 2, 4, 4}, {2, 2, 4, 4}, true, {}},
       {"batch 9 (parallel images)", {9, 3, 8, 8}, {4, 3, 3, 3}, true, {{1, 1}, {1, 1}, {1, 1}}},
   };
-  for (const Case& c : cases) {
+  return cases;
+}
+}  // namespace
+
+TEST_CASE("conv2d matches a direct f64 convolution", "[conv]") {
+  for (const ConvCase& c : conv_cases()) {
     INFO(c.name);
     Tensor x = random_tensor(c.x, 1), w = random_tensor(c.w, 2), b = c.bias ? random_tensor({c.w[0]}, 3) : Tensor();
     Tensor ref = ref_conv2d(x, w, b, c.spec);
@@ -337,6 +350,99 @@ TEST_CASE("conv2d under CPU autocast runs in bf16, parameters get f32 gradients"
   for (double v : b.grad().to_vector<double>()) CHECK(v == 72.0);
   // Outside the scope the op runs in its inputs' dtype again.
   CHECK(conv2d(x, w.detach(), b.detach()).dtype() == DType::F32);
+}
+
+// With oneDNN in the build (MINIDL_HAS_DNNL), f32 convolutions run on it: every geometry above, in
+// all three passes and in conv_transpose2d, must agree with the im2col + GEMM path (which the tests
+// above hold to the f64 loops), on 2 threads (one oneDNN call per image run) and on 1 (whole batch).
+TEST_CASE("conv2d on oneDNN matches the im2col path in all three passes", "[conv][dnnl]") {
+  namespace dc = kernels::cpu::dnnl_conv;
+  if (!dc::compiled()) {
+    WARN("built without oneDNN: only the im2col path exists");
+    return;
+  }
+  struct Restore {
+    int threads = omp_get_max_threads();
+    ~Restore() {
+      dc::set_enabled(true);
+      omp_set_num_threads(threads);
+    }
+  } restore;
+  // y, x.grad, w.grad, b.grad of one f32 conv (or transposed conv) and a fixed output gradient.
+  auto passes = [](bool dnnl, const std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>& f, const Shape& xs,
+                   const Shape& ws, int64_t bias) {
+    dc::set_enabled(dnnl);
+    Tensor x = random_tensor(xs, 50, DType::F32).requires_grad_(), w = random_tensor(ws, 51, DType::F32).requires_grad_();
+    Tensor b = bias ? random_tensor({bias}, 52, DType::F32).requires_grad_() : Tensor();
+    Tensor y = f(x, w, b);
+    y.backward(random_tensor(y.shape(), 53, DType::F32));
+    std::vector<Tensor> out = {y.detach(), x.grad(), w.grad()};
+    if (bias) out.push_back(b.grad());
+    return out;
+  };
+  auto agree = [&](const char* name, const std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>& f,
+                   const Shape& xs, const Shape& ws, int64_t bias) {
+    const int64_t before = dc::calls();
+    const auto on = passes(true, f, xs, ws, bias);
+    INFO(name);
+    CHECK(dc::calls() - before == 3);  // forward, input gradient, weight gradient all took oneDNN
+    const auto off = passes(false, f, xs, ws, bias);
+    const char* what[] = {"y", "x grad", "w grad", "b grad"};
+    for (size_t i = 0; i < on.size(); ++i) {
+      INFO(what[i]);
+      // Both sum the same K (or N * P) products in f32 in different orders.
+      CHECK(max_diff(on[i], off[i]) < 256 * traits(DType::F32).eps * (1 + max_abs_diff(off[i], zeros_like(off[i]))));
+    }
+  };
+  for (int threads : {2, 1}) {
+    omp_set_num_threads(threads);
+    INFO("threads " << threads);
+    for (const ConvCase& c : conv_cases()) {
+      if (threads > 1 && c.x[0] < threads) continue;  // a batch below the thread count stays on im2col
+      const ConvSpec s = c.spec;
+      agree(c.name, [&](const Tensor& x, const Tensor& w, const Tensor& b) {
+        return conv2d(x, w, b, s.stride, s.pad_lo, s.dilation, s.groups);
+      }, c.x, c.w, c.bias ? c.w[0] : 0);
+    }
+    agree("same padding, even kernel (bottom/right extra)", [](const Tensor& x, const Tensor& w, const Tensor& b) {
+      return conv2d(x, w, b, {1, 1}, ConvPadding::Same, {1, 1});
+    }, {2, 2, 5, 6}, {3, 2, 4, 2}, 0);
+    agree("same padding, dilated", [](const Tensor& x, const Tensor& w, const Tensor& b) {
+      return conv2d(x, w, b, {1, 1}, ConvPadding::Same, {3, 2});
+    }, {2, 2, 5, 6}, {3, 2, 2, 3}, 3);
+    agree("large image, stride (2, 1), dilation (1, 2), groups 2", [](const Tensor& x, const Tensor& w, const Tensor& b) {
+      return conv2d(x, w, b, {2, 1}, {2, 1}, {1, 2}, 2);
+    }, {2, 64, 41, 80}, {4, 32, 3, 3}, 4);
+    {  // f16/bf16 are widened for oneDNN's f32 primitives and narrowed once: the im2col path does the same
+      for (DType dt : {DType::BF16, DType::F16}) {
+        INFO(dtype_name(dt));
+        auto run = [&](bool dnnl) {
+          dc::set_enabled(dnnl);
+          Tensor x = random_tensor({2, 4, 9, 8}, 60, dt).requires_grad_(), w = random_tensor({6, 2, 3, 3}, 61, dt).requires_grad_();
+          Tensor b = random_tensor({6}, 62, dt).requires_grad_();
+          Tensor y = conv2d(x, w, b, {2, 1}, {1, 1}, {1, 1}, 2);
+          y.backward(random_tensor(y.shape(), 63, dt));
+          return std::vector<Tensor>{y.detach(), x.grad(), w.grad(), b.grad()};
+        };
+        const int64_t before = dc::calls();
+        const auto on = run(true);
+        CHECK(dc::calls() - before == 3);
+        const auto off = run(false);
+        for (size_t i = 0; i < on.size(); ++i) {
+          CHECK(on[i].dtype() == dt);
+          // Each side rounds an f32 result once: at most one ulp apart, plus the f32 sums' order.
+          CHECK(max_diff(on[i], off[i]) <= 2 * traits(dt).eps * max_abs_diff(off[i], zeros_like(off[i])));
+        }
+      }
+    }
+    // conv_transpose2d is the input-gradient kernel (with a bias) forward, the conv forward backward.
+    agree("conv_transpose2d stride 2 pad 1 output_padding 1", [](const Tensor& x, const Tensor& w, const Tensor& b) {
+      return conv_transpose2d(x, w, b, {2, 2}, {1, 1}, {1, 1});
+    }, {2, 4, 3, 3}, {4, 3, 3, 3}, 3);
+    agree("conv_transpose2d groups 2, dilation 2", [](const Tensor& x, const Tensor& w, const Tensor& b) {
+      return conv_transpose2d(x, w, b, {2, 1}, {1, 0}, {0, 0}, 2, {2, 2});
+    }, {2, 4, 3, 4}, {4, 3, 2, 3}, 6);
+  }
 }
 
 TEST_CASE("conv2d errors name the op and the shapes", "[conv][errors]") {

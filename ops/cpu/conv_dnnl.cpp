@@ -1,0 +1,389 @@
+// oneDNN convolution behind the CPU conv kernels (see conv_dnnl.h). oneDNN's JIT convolutions read
+// the image directly (no materialised im2col, no col2im) in blocked layouts (nChw8c on AVX2,
+// nChw16c on AVX-512); our NCHW tensors and OIHW weights are reordered into the layout the
+// primitive asks for and its output reordered back, per call.
+//
+// Threads: Debian's oneDNN runs on OpenMP. An OpenMP team next to minidl's pool would put two sets
+// of spinning threads on the same cores (bench/README.md, "Threads"), so oneDNN never gets one: the
+// batch is cut into one run of images per pool slot, exactly as the im2col path does, and each slot
+// runs its own oneDNN primitive with the calling thread's OpenMP thread count set to 1 (oneDNN then
+// runs inline, without a parallel region). A batch smaller than the thread count goes to the
+// im2col path, which splits each GEMM across the pool instead. Weight gradients are summed over the
+// slots in slot order (deterministic for a given thread count, like the im2col path).
+//
+// Primitive descriptors are cached per geometry and sub-batch (creating one costs ~0.1 ms);
+// oneDNN's own primitive cache keeps the reorders. Scratchpads are per call (user mode), so one
+// primitive may run on both slots at once.
+#include "ops/cpu/conv_dnnl.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#ifdef MINIDL_HAS_DNNL
+#include <omp.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "ops/cpu/loops.h"
+#include "ops/ops.h"
+#endif
+
+namespace minidl::kernels::cpu::dnnl_conv {
+
+namespace {
+std::atomic<int> g_enabled{-1};  // -1: not read from the environment yet
+std::atomic<int64_t> g_calls{0};
+}
+
+int64_t calls() { return g_calls.load(); }
+
+#ifndef MINIDL_HAS_DNNL
+bool compiled() { return false; }
+bool enabled() { return false; }
+void set_enabled(bool) {}
+bool forward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Conv2dGeometry&) { return false; }
+bool input_grad(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Conv2dGeometry&) { return false; }
+bool weight_grad(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Conv2dGeometry&) { return false; }
+#else
+bool compiled() { return true; }
+bool enabled() {
+  int e = g_enabled.load(std::memory_order_relaxed);
+  if (e < 0) {
+    const char* v = std::getenv("MINIDL_DNNL");
+    e = v && std::strcmp(v, "0") == 0 ? 0 : 1;
+    g_enabled.store(e);
+  }
+  return e == 1;
+}
+void set_enabled(bool on) { g_enabled.store(on ? 1 : 0); }
+
+namespace {
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+enum class Pass { Forward, InputGrad, WeightGrad };
+
+// A geometry with the sub-batch one slot runs, plus the pass and whether a bias takes part.
+using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                       int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
+Key key_of(Pass p, const Conv2dGeometry& g, int64_t n, bool bias) {
+  return {static_cast<int>(p), n, g.C, g.H, g.W, g.O, g.kH, g.kW, g.OH, g.OW, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw,
+          g.groups, bias};
+}
+
+// The plain (user) layouts of one slot's tensors, and oneDNN's description of the convolution.
+struct Plain {
+  memory::desc src, wei, dst, bias;
+  memory::dims strides, dilates, pad_l, pad_r;
+};
+
+// False when oneDNN's output-size rule cannot express the geometry (our bottom/right padding is
+// implied by OH/OW and may be "negative"; oneDNN wants pad_r >= 0 with the same floor division).
+bool describe(const Conv2dGeometry& g, int64_t n, Plain& p) {
+  const int64_t keh = (g.kH - 1) * g.dh + 1, kew = (g.kW - 1) * g.dw + 1;
+  int64_t prh = (g.OH - 1) * g.sh + keh - g.H - g.ph, prw = (g.OW - 1) * g.sw + kew - g.W - g.pw;
+  // Any pad_r in [need, need + stride - 1] gives the same output size: take the least >= 0.
+  if (prh < 0) prh = prh + g.sh - 1 >= 0 ? 0 : -1;
+  if (prw < 0) prw = prw + g.sw - 1 >= 0 ? 0 : -1;
+  if (prh < 0 || prw < 0 || g.ph < 0 || g.pw < 0) return false;
+  p.src = memory::desc({n, g.C, g.H, g.W}, dt::f32, tag::nchw);
+  p.dst = memory::desc({n, g.O, g.OH, g.OW}, dt::f32, tag::nchw);
+  p.wei = g.groups == 1 ? memory::desc({g.O, g.C, g.kH, g.kW}, dt::f32, tag::oihw)
+                        : memory::desc({g.groups, g.O / g.groups, g.C / g.groups, g.kH, g.kW}, dt::f32, tag::goihw);
+  p.bias = memory::desc({g.O}, dt::f32, tag::x);
+  p.strides = {g.sh, g.sw};
+  p.dilates = {g.dh - 1, g.dw - 1};
+  p.pad_l = {g.ph, g.pw};
+  p.pad_r = {prh, prw};
+  return true;
+}
+
+memory::desc any_of(const memory::desc& d) { return memory::desc(d.dims(), dt::f32, tag::any); }
+
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr a;
+  a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return a;
+}
+
+dnnl::convolution_forward::primitive_desc forward_pd(const Plain& p, bool bias) {
+  using cf = dnnl::convolution_forward;
+  const auto d = bias ? cf::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any_of(p.src),
+                                 any_of(p.wei), p.bias, any_of(p.dst), p.strides, p.dilates, p.pad_l, p.pad_r)
+                      : cf::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any_of(p.src),
+                                 any_of(p.wei), any_of(p.dst), p.strides, p.dilates, p.pad_l, p.pad_r);
+  return cf::primitive_desc(d, user_scratchpad(), engine());
+}
+
+// One cached convolution: the primitive and its descriptor (the layouts it wants).
+struct Cached {
+  dnnl::primitive prim;
+  dnnl::primitive_desc_base pd;
+  Plain plain;
+};
+
+// The primitive for (pass, geometry, sub-batch, bias), created on first use; null when oneDNN
+// has no implementation for it (remembered too).
+const Cached* lookup(Pass pass, const Conv2dGeometry& g, int64_t n, bool bias) {
+  static std::mutex mu;
+  static std::map<Key, std::unique_ptr<Cached>> cache;
+  const Key k = key_of(pass, g, n, bias);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(k);
+  if (it != cache.end()) return it->second.get();
+  std::unique_ptr<Cached> c;
+  Plain p;
+  if (describe(g, n, p)) {
+    try {
+      const auto fwd = forward_pd(p, bias);
+      c = std::make_unique<Cached>();
+      c->plain = p;
+      if (pass == Pass::Forward) {
+        c->pd = fwd;
+        c->prim = dnnl::convolution_forward(fwd);
+      } else if (pass == Pass::InputGrad) {
+        using cb = dnnl::convolution_backward_data;
+        cb::primitive_desc pd(cb::desc(dnnl::algorithm::convolution_direct, any_of(p.src), any_of(p.wei), any_of(p.dst),
+                                       p.strides, p.dilates, p.pad_l, p.pad_r),
+                              user_scratchpad(), engine(), fwd);
+        c->pd = pd;
+        c->prim = cb(pd);
+      } else {
+        using cw = dnnl::convolution_backward_weights;
+        const auto d = bias ? cw::desc(dnnl::algorithm::convolution_direct, any_of(p.src), any_of(p.wei), p.bias,
+                                       any_of(p.dst), p.strides, p.dilates, p.pad_l, p.pad_r)
+                            : cw::desc(dnnl::algorithm::convolution_direct, any_of(p.src), any_of(p.wei), any_of(p.dst),
+                                       p.strides, p.dilates, p.pad_l, p.pad_r);
+        cw::primitive_desc pd(d, user_scratchpad(), engine(), fwd);
+        c->pd = pd;
+        c->prim = cw(pd);
+      }
+    } catch (const dnnl::error&) {
+      c.reset();  // unimplemented for this geometry: the caller takes its own path
+    }
+  }
+  return (cache[k] = std::move(c)).get();
+}
+
+// Per-thread buffers for the blocked copies and the scratchpad, one per role, kept and grown between
+// calls: a fresh oneDNN allocation per call page-faulted every time (a 128x16x32x32 reorder into new
+// memory took 11.7 ms, 0.7 GB/s; DNNL_VERBOSE, one thread).
+enum Role { kIn0, kIn1, kWeights, kOut, kScratch, kRoles };
+void* buffer(Role r, size_t bytes) {
+  struct Buf {
+    void* p = nullptr;
+    size_t cap = 0;
+    ~Buf() { std::free(p); }
+  };
+  thread_local Buf bufs[kRoles];
+  Buf& b = bufs[r];
+  if (b.cap < bytes) {
+    std::free(b.p);
+    b.cap = (bytes + 63) / 64 * 64;
+    b.p = std::aligned_alloc(64, b.cap);
+    if (!b.p) throw std::bad_alloc();
+  }
+  return b.p;
+}
+
+// A user buffer in the layout `want`: the buffer itself when the layouts agree, else a reordered
+// copy in the role's buffer (read = true) or a buffer to reorder back from after the call.
+struct Arg {
+  memory user, used;
+  Arg(const memory::desc& plain, const void* ptr, const memory::desc& want, Role role, dnnl::stream& s, bool read)
+      : user(plain, engine(), const_cast<void*>(ptr)) {
+    if (plain == want) {
+      used = user;
+      return;
+    }
+    used = memory(want, engine(), buffer(role, want.get_size()));
+    if (read) dnnl::reorder(user, used).execute(s, user, used);
+  }
+  void write_back(dnnl::stream& s) {
+    if (used.get_data_handle() != user.get_data_handle()) dnnl::reorder(used, user).execute(s, used, user);
+  }
+};
+
+// The calling thread's OpenMP thread count set to 1 for a scope (oneDNN reads it when it plans and
+// runs a primitive).
+struct SingleOmpThread {
+  int outer = omp_get_max_threads();
+  SingleOmpThread() { omp_set_num_threads(1); }
+  ~SingleOmpThread() { omp_set_num_threads(outer); }
+};
+
+// Slots for a batch of n images, as the im2col path counts them (conv.cpp's image_slots); 0 when
+// the batch is smaller than the thread count (that path splits each GEMM across threads instead).
+int slots_for(int64_t n) {
+  if (in_parallel()) return 1;
+  const int nt = max_threads();
+  return n >= nt ? nt : 0;
+}
+
+// Runs f(slot, first image, images) for each slot on minidl's pool, with OpenMP limited to the
+// calling thread inside (oneDNN then opens no parallel region). False when the primitive for a
+// slot's sub-batch is missing (checked for every distinct sub-batch before anything runs).
+template <class F>
+bool run_slots(Pass pass, const Conv2dGeometry& g, bool bias, int slots, F&& f) {
+  std::vector<const Cached*> per(slots);
+  {
+    SingleOmpThread one;  // primitive creation plans for the thread count it sees
+    for (int s = 0; s < slots; ++s) per[s] = lookup(pass, g, g.N * (s + 1) / slots - g.N * s / slots, bias);
+  }
+  for (const Cached* c : per)
+    if (!c) return false;
+  parallel_chunks(slots, [&](int64_t s) {
+    SingleOmpThread one;
+    thread_local dnnl::stream stream(engine());
+    const int64_t n0 = g.N * s / slots, n1 = g.N * (s + 1) / slots;
+    f(static_cast<int>(s), n0, n1 - n0, *per[s], stream);
+    stream.wait();
+  });
+  g_calls.fetch_add(1);
+  return true;
+}
+
+// A tensor in f32 (f16/bf16 widened by a cast), or undefined.
+Tensor f32(const Tensor& t) { return !t.defined() || t.dtype() == DType::F32 ? t : cast(t.detach(), DType::F32); }
+
+// The slots for this call, 0 when oneDNN does not take it (switched off, f64, a small batch).
+int slots_for(const Tensor& t, const Conv2dGeometry& g) {
+  const DType d = t.dtype();
+  if (!enabled() || (d != DType::F32 && d != DType::F16 && d != DType::BF16)) return 0;
+  return slots_for(g.N);
+}
+
+// Runs the f32 kernel `f` with f16/bf16 operands widened and the result narrowed into `out`
+// (and `out2`, the bias gradient, when defined). oneDNN 2.6 has no f16 and, below AVX-512, no bf16
+// convolution; one widening pass over the inputs costs far less than the im2col path's slower GEMMs
+// (bench/README.md, performance log).
+template <class F>
+bool widened(const Tensor& out, const Tensor& out2, F&& f) {
+  if (out.dtype() == DType::F32) return f(out, out2);
+  Tensor o = empty(out.shape(), DType::F32), o2 = out2.defined() ? empty(out2.shape(), DType::F32) : Tensor();
+  if (!f(o, o2)) return false;
+  out.copy_(o);
+  if (out2.defined()) out2.copy_(o2);
+  return true;
+}
+
+memory scratchpad(const Cached& c) {
+  const memory::desc d = c.pd.query_md(dnnl::query::scratchpad_md);
+  return memory(d, engine(), buffer(kScratch, d.get_size()));
+}
+memory::desc want(const Cached& c, dnnl::query q) { return c.pd.query_md(q); }
+
+bool forward_f32(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dGeometry& g, int slots) {
+  const float* xp = x.data_ptr<float>();
+  const float* wp = w.data_ptr<float>();
+  float* yp = y.data_ptr<float>();
+  const bool bias = b.defined();
+  return run_slots(Pass::Forward, g, bias, slots, [&](int, int64_t n0, int64_t, const Cached& c, dnnl::stream& s) {
+    const Plain& p = c.plain;
+    Arg src(p.src, xp + n0 * g.C * g.H * g.W, want(c, dnnl::query::src_md), kIn0, s, true);
+    Arg wei(p.wei, wp, want(c, dnnl::query::weights_md), kWeights, s, true);
+    Arg dst(p.dst, yp + n0 * g.O * g.OH * g.OW, want(c, dnnl::query::dst_md), kOut, s, false);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src.used}, {DNNL_ARG_WEIGHTS, wei.used},
+                                         {DNNL_ARG_DST, dst.used}, {DNNL_ARG_SCRATCHPAD, scratchpad(c)}};
+    if (bias) args[DNNL_ARG_BIAS] = memory(p.bias, engine(), const_cast<float*>(b.data_ptr<float>()));
+    c.prim.execute(s, args);
+    dst.write_back(s);
+  });
+}
+
+bool input_grad_f32(const Tensor& gx, const Tensor& gy, const Tensor& w, const Tensor& b, const Conv2dGeometry& g,
+                    int slots) {
+  const float* gyp = gy.data_ptr<float>();
+  const float* wp = w.data_ptr<float>();
+  float* gxp = gx.data_ptr<float>();
+  const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
+  return run_slots(Pass::InputGrad, g, false, slots, [&](int, int64_t n0, int64_t n, const Cached& c, dnnl::stream& s) {
+    const Plain& p = c.plain;
+    float* gx_slot = gxp + n0 * g.C * g.H * g.W;
+    Arg diff_dst(p.dst, gyp + n0 * g.O * g.OH * g.OW, want(c, dnnl::query::diff_dst_md), kIn0, s, true);
+    Arg wei(p.wei, wp, want(c, dnnl::query::weights_md), kWeights, s, true);
+    Arg diff_src(p.src, gx_slot, want(c, dnnl::query::diff_src_md), kOut, s, false);
+    c.prim.execute(s, {{DNNL_ARG_DIFF_DST, diff_dst.used}, {DNNL_ARG_WEIGHTS, wei.used},
+                       {DNNL_ARG_DIFF_SRC, diff_src.used}, {DNNL_ARG_SCRATCHPAD, scratchpad(c)}});
+    diff_src.write_back(s);
+    if (bp) {  // conv_transpose2d's bias, per input channel
+      s.wait();
+      for (int64_t i = 0; i < n * g.C; ++i) {
+        float* r = gx_slot + i * g.H * g.W;
+        const float v = bp[i % g.C];
+        for (int64_t k = 0; k < g.H * g.W; ++k) r[k] += v;
+      }
+    }
+  });
+}
+
+bool weight_grad_f32(const Tensor& gw, const Tensor& gb, const Tensor& x, const Tensor& gy, const Conv2dGeometry& g,
+                     int slots) {
+  const float* xp = x.data_ptr<float>();
+  const float* gyp = gy.data_ptr<float>();
+  const bool bias = gb.defined();
+  const int64_t wn = gw.numel(), acc_n = wn + (bias ? g.O : 0);
+  // Slot 0 writes straight into gw/gb; the others into partials added after, in slot order.
+  std::vector<float> partial(static_cast<size_t>(slots - 1) * acc_n);
+  float* gwp = gw.data_ptr<float>();
+  float* gbp = bias ? gb.data_ptr<float>() : nullptr;
+  const bool ok = run_slots(Pass::WeightGrad, g, bias, slots, [&](int slot, int64_t n0, int64_t, const Cached& c, dnnl::stream& s) {
+    const Plain& p = c.plain;
+    float* wdst = slot == 0 ? gwp : partial.data() + (slot - 1) * acc_n;
+    float* bdst = slot == 0 ? gbp : wdst + wn;
+    Arg src(p.src, xp + n0 * g.C * g.H * g.W, want(c, dnnl::query::src_md), kIn0, s, true);
+    Arg diff_dst(p.dst, gyp + n0 * g.O * g.OH * g.OW, want(c, dnnl::query::diff_dst_md), kIn1, s, true);
+    Arg diff_wei(p.wei, wdst, want(c, dnnl::query::diff_weights_md), kWeights, s, false);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src.used}, {DNNL_ARG_DIFF_DST, diff_dst.used},
+                                         {DNNL_ARG_DIFF_WEIGHTS, diff_wei.used}, {DNNL_ARG_SCRATCHPAD, scratchpad(c)}};
+    if (bias) args[DNNL_ARG_DIFF_BIAS] = memory(p.bias, engine(), bdst);
+    c.prim.execute(s, args);
+    diff_wei.write_back(s);
+  });
+  if (!ok) return false;
+  for (int t = 1; t < slots; ++t) {
+    const float* src = partial.data() + (t - 1) * acc_n;
+    for (int64_t i = 0; i < wn; ++i) gwp[i] += src[i];
+    for (int64_t o = 0; bias && o < g.O; ++o) gbp[o] += src[wn + o];
+  }
+  return true;
+}
+}  // namespace
+
+bool forward(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dGeometry& g) {
+  const int slots = slots_for(x, g);
+  return slots > 0 && widened(y, Tensor(), [&](const Tensor& y32, const Tensor&) {
+    return forward_f32(y32, f32(x), f32(w), f32(b), g, slots);
+  });
+}
+
+bool input_grad(const Tensor& gx, const Tensor& gy, const Tensor& w, const Tensor& b, const Conv2dGeometry& g) {
+  const int slots = slots_for(gy, g);
+  return slots > 0 && widened(gx, Tensor(), [&](const Tensor& gx32, const Tensor&) {
+    return input_grad_f32(gx32, f32(gy), f32(w), f32(b), g, slots);
+  });
+}
+
+bool weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, const Tensor& gy, const Conv2dGeometry& g) {
+  const int slots = slots_for(x, g);
+  return slots > 0 && widened(gw, gb, [&](const Tensor& gw32, const Tensor& gb32) {
+    return weight_grad_f32(gw32, gb32, f32(x), f32(gy), g, slots);
+  });
+}
+#endif
+
+}  // namespace minidl::kernels::cpu::dnnl_conv
