@@ -6,7 +6,7 @@
 #pragma once
 #include <functional>
 #include <initializer_list>
-#include <iosfwd>
+#include <ostream>  // operator<< below: `std::cout << t` needs nothing more
 #include <memory>
 #include <string>
 #include <type_traits>
