@@ -9,6 +9,7 @@
 #include "framework/error.h"
 #include "framework/grad_mode.h"
 #include "framework/json.h"
+#include "framework/warning.h"
 // autocast state
 #include "autocast/cast_cache.h"
 #include "autocast/policy.h"

@@ -276,3 +276,28 @@ TEST_CASE("device mismatches name the op and both devices", "[errors][device]") 
   CHECK_THROWS_WITH(g.to(Device::cpu()), Contains("(cuda, f32)"));
   CHECK_THROWS_WITH(c.copy_(g), Contains("copy_") && Contains("(cuda, f32)"));
 }
+
+TEST_CASE("library warnings go to the warning handler, which can capture, silence and restore", "[errors][warnings]") {
+  std::vector<std::string> seen;
+  WarningHandler previous = set_warning_handler([&](const std::string& m) { seen.push_back(m); });
+  CHECK_FALSE(static_cast<bool>(previous));  // the default was installed
+  {
+    amp::autocast scope(DeviceType::CPU, DType::F32);  // f32 CPU autocast: warns and disables
+    CHECK_FALSE(amp::is_autocast_enabled(DeviceType::CPU));
+  }
+  if (!cuda::is_available()) {
+    amp::GradScaler scaler(Device::cuda());
+    CHECK_FALSE(scaler.is_enabled());
+  }
+  REQUIRE(!seen.empty());
+  CHECK_THAT(seen[0], Contains("target dtype f32 is not supported") && Contains("disabling autocast"));
+  if (!cuda::is_available()) CHECK_THAT(seen.back(), Contains("GradScaler is enabled, but CUDA is not available"));
+  // Silenced: nothing reaches anyone; restoring gives back the capturing handler.
+  WarningHandler capturing = set_warning_handler([](const std::string&) {});
+  { amp::autocast scope(DeviceType::CPU, DType::F32); }
+  const size_t count = seen.size();
+  set_warning_handler(capturing);
+  { amp::autocast scope(DeviceType::CPU, DType::F32); }
+  CHECK(seen.size() == count + 1);
+  CHECK(static_cast<bool>(set_warning_handler(nullptr)));  // back to the default (stderr); the replaced one is returned
+}
