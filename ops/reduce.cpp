@@ -223,9 +223,12 @@ Tensor norm(const Tensor& x_arg, double p, std::vector<int64_t> dims_in, bool ke
       MINIDL_CHECK(x.shape()[d] > 0, "norm", "the inf norm of an empty dimension (", d, ") is undefined");
   const Tensor n = norm_values(x, p, dims);  // keepdim-shaped
   Tensor out = keepdim ? n : n.view(drop_shape(x.shape(), dims));
-  autograd::record("NormBackward", {x}, {out}, {x, n}, [p, dims, keep = keep_shape(x.shape(), dims)](const TensorList& g, const TensorList& s) {
-    return TensorList{norm_gradient(s[0], s[1], g[0].reshape(keep), p, dims)};
-  });
+  // The output is saved as an output: under create_graph it is the norm as a function of x again,
+  // so gradients of the gradient see that dependence.
+  autograd::record("NormBackward", {x}, {out}, {x, autograd::output(out)},
+                   [p, dims, keep = keep_shape(x.shape(), dims)](const TensorList& g, const TensorList& s) {
+                     return TensorList{norm_gradient(s[0], s[1].reshape(keep), g[0].reshape(keep), p, dims)};
+                   });
   return out;
 }
 
