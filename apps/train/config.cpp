@@ -164,7 +164,7 @@ Config parse_args(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ArgumentMismatch& e) {
-    // A value flag at the end, or followed by another flag: name the flag (CLI11's text names it).
+    // A value flag at the end of the line: name the flag (CLI11's text names it).
     const std::string what = e.what();
     std::string flag;
     for (const auto& entry : flags)
