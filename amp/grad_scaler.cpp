@@ -2,6 +2,7 @@
 // unscale_ as one foreach unscale-and-check call.
 #include "amp/grad_scaler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include "framework/grad_mode.h"
 #include "framework/cuda.h"
 #include "framework/error.h"
+#include "framework/warning.h"
 #include "ops/foreach.h"
 #include "ops/ops.h"
 
@@ -18,10 +20,21 @@ namespace {
 constexpr const char* kScaleFix =
     "This may indicate your script did not use scaler.scale(loss or outputs) earlier in the iteration.";
 
+// PyTorch's own text where PyTorch checks (growth > 1, backoff < 1); ours for what it lets through
+// (a non-finite growth factor, a backoff factor <= 0).
+void check_growth_factor(double v) {
+  MINIDL_CHECK(v > 1.0, "GradScaler", "The growth factor must be > 1.0.");
+  MINIDL_CHECK(std::isfinite(v), "GradScaler", "growth_factor must be finite, got ", v);
+}
+void check_backoff_factor(double v) {
+  MINIDL_CHECK(v < 1.0, "GradScaler", "The backoff factor must be < 1.0.");
+  MINIDL_CHECK(v > 0.0, "GradScaler", "backoff_factor must be > 0, got ", v);
+}
+
 void check_options(const GradScalerOptions& o) {
   MINIDL_CHECK(std::isfinite(o.init_scale) && o.init_scale > 0, "GradScaler", "init_scale must be a positive finite number, got ", o.init_scale);
-  MINIDL_CHECK(std::isfinite(o.growth_factor) && o.growth_factor > 1.0, "GradScaler", "growth_factor must be > 1, got ", o.growth_factor);
-  MINIDL_CHECK(o.backoff_factor > 0.0 && o.backoff_factor < 1.0, "GradScaler", "backoff_factor must be in (0, 1), got ", o.backoff_factor);
+  check_growth_factor(o.growth_factor);
+  check_backoff_factor(o.backoff_factor);
   MINIDL_CHECK(o.growth_interval >= 1, "GradScaler", "growth_interval must be >= 1, got ", o.growth_interval);
   if (o.min_scale) MINIDL_CHECK(*o.min_scale > 0 && *o.min_scale <= o.init_scale, "GradScaler", "min_scale must be in (0, init_scale], got ", *o.min_scale);
   if (o.max_scale) MINIDL_CHECK(std::isfinite(*o.max_scale) && *o.max_scale >= o.init_scale, "GradScaler", "max_scale must be finite and >= init_scale, got ", *o.max_scale);
@@ -32,7 +45,7 @@ GradScaler::GradScaler(Device device, GradScalerOptions options) : device_(devic
   check_options(opt_);
   // As PyTorch: a CUDA scaler where CUDA cannot be used warns and disables itself.
   if (opt_.enabled && device_.is_cuda() && !cuda::is_available()) {
-    std::fprintf(stderr, "minidl warning: GradScaler is enabled, but CUDA is not available.  Disabling.\n");
+    warn("GradScaler is enabled, but CUDA is not available.  Disabling.");
     opt_.enabled = false;
   }
 }
@@ -63,8 +76,8 @@ void GradScaler::unscale_(const OptimizerHandle& opt) {
   if (!opt_.enabled) return;
   check_scale("unscale_");
   PerOptimizer& st = per_optimizer_[opt.key];
-  MINIDL_CHECK(st.stage != Stage::Unscaled, "GradScaler", "unscale_() has already been called on this optimizer since the last update().");
-  MINIDL_CHECK(st.stage != Stage::Stepped, "GradScaler", "unscale_() is being called after step().");
+  MINIDL_CHECK(st.stage != OptimizerStage::Unscaled, "GradScaler", "unscale_() has already been called on this optimizer since the last update().");
+  MINIDL_CHECK(st.stage != OptimizerStage::Stepped, "GradScaler", "unscale_() is being called after step().");
   if (new_iteration_) {
     last_nonfinite_.clear();
     new_iteration_ = false;
@@ -90,11 +103,15 @@ void GradScaler::unscale_(const OptimizerHandle& opt) {
       last_nonfinite_.push_back({owners[i].name().empty() ? "param" + std::to_string(i) : owners[i].name(),
                                  checked[i].inf, checked[i].nan, grads[i].numel()});
   }
+  // Worst first: the parameters with the most non-finite elements lead the report (stable: ties
+  // keep parameter order).
+  std::stable_sort(last_nonfinite_.begin(), last_nonfinite_.end(),
+                   [](const NonFiniteGradient& a, const NonFiniteGradient& b) { return a.inf + a.nan > b.inf + b.nan; });
   st.found_inf = found;
   // As PyTorch's found_inf_per_device: an inf check is recorded only where a gradient was checked,
   // so an optimizer without any gradient cannot step, and cannot alone feed update().
   st.inf_checked = !grads.empty();
-  st.stage = Stage::Unscaled;
+  st.stage = OptimizerStage::Unscaled;
 }
 
 StepResult GradScaler::step(const OptimizerHandle& opt) {
@@ -104,14 +121,28 @@ StepResult GradScaler::step(const OptimizerHandle& opt) {
   }
   check_scale("step");
   PerOptimizer& st = per_optimizer_[opt.key];
-  MINIDL_CHECK(st.stage != Stage::Stepped, "GradScaler", "step() has already been called since the last update().");
-  if (st.stage == Stage::Ready) unscale_(opt);
+  MINIDL_CHECK(st.stage != OptimizerStage::Stepped, "GradScaler", "step() has already been called since the last update().");
+  if (st.stage == OptimizerStage::Ready) unscale_(opt);
   PerOptimizer& s2 = per_optimizer_[opt.key];
   MINIDL_CHECK(s2.inf_checked, "GradScaler", "No inf checks were recorded for this optimizer.");
   StepResult r{!s2.found_inf, s2.found_inf};
   if (r.stepped) opt.step();
-  s2.stage = Stage::Stepped;
+  s2.stage = OptimizerStage::Stepped;
   return r;
+}
+
+const char* to_string(OptimizerStage stage) {
+  switch (stage) {
+    case OptimizerStage::Ready: return "READY";
+    case OptimizerStage::Unscaled: return "UNSCALED";
+    case OptimizerStage::Stepped: return "STEPPED";
+  }
+  return "?";
+}
+
+OptimizerStage GradScaler::stage(const void* key) const {
+  auto it = per_optimizer_.find(key);
+  return it == per_optimizer_.end() ? OptimizerStage::Ready : it->second.stage;
 }
 
 void GradScaler::set_scale(double value) {
@@ -180,11 +211,11 @@ double GradScaler::get_scale() const {
 }
 
 void GradScaler::set_growth_factor(double v) {
-  MINIDL_CHECK(std::isfinite(v) && v > 1.0, "GradScaler", "growth_factor must be > 1, got ", v);
+  check_growth_factor(v);
   opt_.growth_factor = v;
 }
 void GradScaler::set_backoff_factor(double v) {
-  MINIDL_CHECK(v > 0.0 && v < 1.0, "GradScaler", "backoff_factor must be in (0, 1), got ", v);
+  check_backoff_factor(v);
   opt_.backoff_factor = v;
 }
 void GradScaler::set_growth_interval(int64_t v) {

@@ -7,6 +7,7 @@
 // optional min/max scale; step() returns {stepped, found_inf}; a diagnostics mode that names the
 // parameters whose gradients held inf/NaN.
 #pragma once
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -58,11 +59,25 @@ struct OptimizerHandle {
   std::function<std::vector<Tensor>()> params;
   std::function<void()> step;
 };
-// Adapts any optimizer with parameters() and step() (every minidl optimizer).
+// What GradScaler::unscale_/step take: an optimizer (parameters() giving the tensors, and step()),
+// as every minidl optimizer.
 template <class Opt>
+concept ScalableOptimizer = requires(Opt& opt) {
+  { opt.parameters() } -> std::convertible_to<std::vector<Tensor>>;
+  opt.step();
+};
+template <class> inline constexpr bool kNotAnOptimizer = false;
+
+// Adapts any optimizer with parameters() and step() (every minidl optimizer).
+template <ScalableOptimizer Opt>
 OptimizerHandle handle_of(Opt& opt) {
   return {&opt, [&opt] { return opt.parameters(); }, [&opt] { opt.step(); }};
 }
+
+// Where an optimizer stands in the current iteration (PyTorch's OptState): Ready until unscale_,
+// Unscaled until step, Stepped until update() resets every optimizer to Ready.
+enum class OptimizerStage { Ready, Unscaled, Stepped };
+const char* to_string(OptimizerStage stage);
 
 class GradScaler {
  public:
@@ -74,8 +89,15 @@ class GradScaler {
   Tensor scale(const Tensor& outputs);
   std::vector<Tensor> scale(const std::vector<Tensor>& outputs);
 
-  template <class Opt> void unscale_(Opt& opt) { unscale_(handle_of(opt)); }
-  template <class Opt> StepResult step(Opt& opt) { return step(handle_of(opt)); }
+  // Opt is an optimizer (ScalableOptimizer); anything else (a model, a tensor) is one clear error.
+  template <class Opt> void unscale_(Opt& opt) {
+    if constexpr (ScalableOptimizer<Opt>) unscale_(handle_of(opt));
+    else static_assert(kNotAnOptimizer<Opt>, "GradScaler::unscale_(opt) takes an optimizer (parameters() and step(), e.g. optim::SGD), not a model or tensor");
+  }
+  template <class Opt> StepResult step(Opt& opt) {
+    if constexpr (ScalableOptimizer<Opt>) return step(handle_of(opt));
+    else static_assert(kNotAnOptimizer<Opt>, "GradScaler::step(opt) takes an optimizer (parameters() and step(), e.g. optim::SGD), not a model or tensor");
+  }
   void unscale_(const OptimizerHandle& opt);
   StepResult step(const OptimizerHandle& opt);
 
@@ -101,21 +123,25 @@ class GradScaler {
   std::map<std::string, double> state_dict() const;
   void load_state_dict(const std::map<std::string, double>& state);
 
-  // Diagnostics mode: the non-finite gradients found in the last iteration (all optimizers), and
-  // a one-line-per-parameter report. Still readable after update().
+  // Diagnostics mode: the non-finite gradients found in the last iteration (all optimizers, worst
+  // first: most non-finite elements), and a one-line-per-parameter report. Still readable after update().
   const std::vector<NonFiniteGradient>& last_nonfinite() const { return last_nonfinite_; }
   std::string report() const;
+
+  // The optimizer's stage in the current iteration (Ready for one the scaler has not seen).
+  template <ScalableOptimizer Opt> OptimizerStage stage(const Opt& opt) const { return stage(static_cast<const void*>(&opt)); }
+  OptimizerStage stage(const OptimizerHandle& opt) const { return stage(opt.key); }
 
   // Total steps skipped for inf/NaN since construction (for progress lines).
   int64_t skipped_steps() const { return skipped_steps_; }
 
  private:
-  enum class Stage { Ready, Unscaled, Stepped };
   struct PerOptimizer {
-    Stage stage = Stage::Ready;
+    OptimizerStage stage = OptimizerStage::Ready;
     bool inf_checked = false;
     bool found_inf = false;
   };
+  OptimizerStage stage(const void* key) const;
   void check_scale(const char* fn) const;
   void update_scale(bool found_inf);
   void set_scale(double value);  // fills scale_ and its host mirror

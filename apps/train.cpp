@@ -241,6 +241,7 @@ int run(const train::Config& c) {
   int64_t nonfinite_batches = 0;   // batches skipped for a non-finite loss (--nan-policy skip)
   int64_t consecutive_skips = 0;   // fp16 steps skipped in a row for inf/NaN gradients
   bool warned_scale = false;
+  std::vector<train::StepLoss> step_losses;  // for the metrics chart (since the start or the resume)
 
   for (int64_t epoch = start_epoch; epoch < c.epochs && !stop; ++epoch) {
     const auto t_epoch = Clock::now();
@@ -304,6 +305,7 @@ int run(const train::Config& c) {
       }
       ++global_step;
       ++step_in_epoch;
+      if (!c.metrics.empty() && is_main) step_losses.push_back({global_step, loss_value});
       const auto now = Clock::now();
       epoch_train_s += std::chrono::duration<double>(now - t_step).count();
       t_step = now;
@@ -353,10 +355,11 @@ int run(const train::Config& c) {
     m.epoch_s = std::chrono::duration<double>(Clock::now() - t_epoch).count();
     m.scale = scaler.get_scale();
     m.skipped = scaler.skipped_steps();
+    m.end_step = global_step;
     history.push_back(m);
-    std::printf("%s\n", train::epoch_line(m, c.epochs).c_str());
+    std::printf("%s\n", train::epoch_line(m, c.epochs, scaler.is_enabled()).c_str());
     std::fflush(stdout);
-    if (!c.metrics.empty()) train::write_metrics(c.metrics, history);
+    if (!c.metrics.empty()) train::write_metrics(c.metrics, history, step_losses);
     if (!c.checkpoint.empty()) save_checkpoint(c.checkpoint);
   }
 
@@ -401,12 +404,16 @@ int run(const train::Config& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  train::Config c = train::parse_args(argc, argv);
   try {
+    const train::Config c = train::parse_args(argc, argv);
     return run(c);
-  } catch (const std::exception& e) {
+  } catch (const std::exception& e) {  // minidl::Error and the rest: the message and status 1, never terminate
     std::fprintf(stderr, "minidl-train: %s\n", e.what());
     if (dist::is_initialized()) dist::abort_all(1);  // the other ranks would wait in a collective
+    return 1;
+  } catch (...) {
+    std::fprintf(stderr, "minidl-train: stopped by an unknown exception\n");
+    if (dist::is_initialized()) dist::abort_all(1);
     return 1;
   }
 }

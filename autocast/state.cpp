@@ -3,7 +3,9 @@
 #include <cstdio>
 
 #include "autocast/cast_cache.h"
+#include "framework/error.h"
 #include "framework/grad_mode.h"
+#include "framework/warning.h"
 
 namespace minidl::amp {
 
@@ -55,10 +57,9 @@ autocast::autocast(DeviceType device, std::optional<DType> dtype, bool enabled, 
       pushed_scope_(!scope_name.empty()) {
   DType target = dtype.value_or(prev_dtype_);
   if (enabled && !is_autocast_supported(device, target)) {
-    std::fprintf(stderr,
-                 "minidl warning: in %s autocast, but the target dtype %s is not supported (use %s); "
-                 "disabling autocast\n",
-                 device_type_name(device), dtype_name(target), device == DeviceType::CUDA ? "f16, bf16 or f32" : "f16 or bf16");
+    warn(detail::concat("in ", device_type_name(device), " autocast, but the target dtype ", dtype_name(target),
+                        " is not supported (use ", device == DeviceType::CUDA ? "f16, bf16 or f32" : "f16 or bf16",
+                        "); disabling autocast"));
     enabled = false;
   }
   dev(device).enabled = enabled;

@@ -22,6 +22,24 @@ void backward(const TensorList& roots, const TensorList& grad_roots = {}, bool r
 TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs = {},
                 bool retain_graph = false, bool create_graph = false, bool allow_unused = false);
 
+// Named options of grad() (torch.autograd.grad's keywords):
+//   autograd::grad({loss}, params, GradOptions().create_graph(true));
+// retain_graph defaults to create_graph, as PyTorch's retain_graph=None.
+struct GradOptions {
+  TensorList grad_outputs_;
+  bool retain_graph_ = false;
+  bool create_graph_ = false;
+  bool allow_unused_ = false;
+  GradOptions& grad_outputs(TensorList v) { grad_outputs_ = std::move(v); return *this; }
+  GradOptions& retain_graph(bool v = true) { retain_graph_ = v; return *this; }
+  GradOptions& create_graph(bool v = true) { create_graph_ = v; return *this; }
+  GradOptions& allow_unused(bool v = true) { allow_unused_ = v; return *this; }
+};
+inline TensorList grad(const TensorList& outputs, const TensorList& inputs, const GradOptions& options) {
+  return grad(outputs, inputs, options.grad_outputs_, options.retain_graph_, options.create_graph_,
+              options.allow_unused_);
+}
+
 // Queues fn to run once the backward pass running on this thread has walked its whole graph, after
 // every leaf's .grad and post-accumulate-grad hook (torch's Variable._execution_engine
 // .queue_callback). Only valid while a backward runs (from a hook or a node); callbacks run in queue

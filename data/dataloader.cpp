@@ -63,15 +63,24 @@ struct DataLoader::Run {
     threads.clear();
   }
 
-  // Batch k of this epoch: the dataset's rows for its indices, then the transform.
+  // The user's collate over the samples at indices.
+  Batch collate(const std::vector<int64_t>& indices) const {
+    std::vector<Example> samples;
+    samples.reserve(indices.size());
+    for (int64_t i : indices) samples.push_back(loader.dataset_.get(i));
+    return loader.options_.collate_(std::move(samples));
+  }
+
+  // Batch k of this epoch: the dataset's rows for its indices (or the collate hook's batch), then
+  // the transform.
   Batch load(int64_t k) const {
     const int64_t bs = loader.options_.batch_size_;
     const int64_t begin = k * bs;
     const int64_t end = std::min<int64_t>(begin + bs, static_cast<int64_t>(order.size()));
     std::vector<int64_t> indices(order.begin() + begin, order.begin() + end);
-    Batch b = loader.dataset_.get_batch(indices);
+    Batch b = loader.options_.collate_ ? collate(indices) : loader.dataset_.get_batch(indices);
     b.indices = std::move(indices);
-    if (loader.transform_) {
+    if (loader.transform_ && b.data.defined()) {
       TransformContext ctx;
       ctx.seed = loader.options_.seed_;
       ctx.epoch = epoch;

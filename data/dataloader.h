@@ -8,6 +8,7 @@
 //     for (auto& batch : loader) { ... batch.data ... batch.target ... }
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -16,6 +17,10 @@
 #include "data/transforms.h"
 
 namespace minidl::data {
+
+// Turns a batch's samples into the batch (PyTorch's collate_fn). It runs on the loader's worker
+// threads, so it must be safe to call concurrently.
+using CollateFn = std::function<Batch(std::vector<Example>&& samples)>;
 
 struct LoaderOptions {
   int64_t batch_size_ = 1;   // samples per batch
@@ -27,6 +32,10 @@ struct LoaderOptions {
   // This rank's share of every epoch (data-parallel training); the sampler shuffles, so shuffle
   // must stay off. The loader passes its epoch to the sampler.
   std::shared_ptr<const DistributedSampler> sampler_;
+  // When set, every sample of a batch is read with Dataset::get() and the batch is collate(samples)
+  // (then the transform, on its data); unset, the batch is Dataset::get_batch() (default_collate's
+  // result, or a data set's faster copy of rows).
+  CollateFn collate_;
 
   LoaderOptions& batch_size(int64_t n) { batch_size_ = n; return *this; }
   LoaderOptions& shuffle(bool on = true) { shuffle_ = on; return *this; }
@@ -35,6 +44,7 @@ struct LoaderOptions {
   LoaderOptions& seed(uint64_t s) { seed_ = s; return *this; }
   LoaderOptions& prefetch(int n) { prefetch_ = n; return *this; }
   LoaderOptions& sampler(std::shared_ptr<const DistributedSampler> s) { sampler_ = std::move(s); return *this; }
+  LoaderOptions& collate(CollateFn fn) { collate_ = std::move(fn); return *this; }
 };
 
 // A position in the stream of batches: the next batch to be handed out is batch `batch` of epoch

@@ -1,24 +1,65 @@
 // Dataset defaults: stacking get() results into a batch, index checks and row gathering.
 #include "data/dataset.h"
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "framework/error.h"
 #include "ops/ops.h"
 
 namespace minidl::data {
 
+int64_t Batch::size() const {
+  if (data.defined()) return data.dim() > 0 ? data.size(0) : 0;
+  if (!fields.empty() && fields.begin()->second.defined()) return fields.begin()->second.size(0);
+  return 0;
+}
+
+namespace {
+// One part of every sample, stacked; undefined when the part is undefined in all of them.
+Tensor collate_part(const std::vector<Example>& samples, const std::string& part,
+                    const std::function<const Tensor&(const Example&)>& get) {
+  const Tensor& first = get(samples[0]);
+  std::vector<Tensor> parts;
+  parts.reserve(samples.size());
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const Tensor& t = get(samples[i]);
+    MINIDL_CHECK(t.defined() == first.defined(), "default_collate", part, " is defined in sample 0 but not in sample ", i,
+                 " (or the other way round)");
+    if (!t.defined()) continue;
+    MINIDL_CHECK(t.shape() == first.shape() && t.dtype() == first.dtype(), "default_collate", part, " of sample ", i,
+                 " is ", t.meta_str(), " but of sample 0 ", first.meta_str(), "; every sample must match to be stacked");
+    parts.push_back(t);
+  }
+  return parts.empty() ? Tensor() : stack(parts);
+}
+}  // namespace
+
+Batch default_collate(const std::vector<Example>& samples) {
+  MINIDL_CHECK(!samples.empty(), "default_collate", "no samples given");
+  Batch b;
+  b.data = collate_part(samples, "data", [](const Example& e) -> const Tensor& { return e.data; });
+  b.target = collate_part(samples, "target", [](const Example& e) -> const Tensor& { return e.target; });
+  for (size_t i = 1; i < samples.size(); ++i)
+    MINIDL_CHECK(samples[i].fields.size() == samples[0].fields.size() &&
+                     std::equal(samples[i].fields.begin(), samples[i].fields.end(), samples[0].fields.begin(),
+                                [](const auto& a, const auto& c) { return a.first == c.first; }),
+                 "default_collate", "sample ", i, " has other field names than sample 0");
+  for (const auto& [name, unused] : samples[0].fields)
+    b.fields[name] = collate_part(samples, "field '" + name + "'",
+                                  [&name](const Example& e) -> const Tensor& { return e.fields.at(name); });
+  return b;
+}
+
 Batch Dataset::get_batch(const std::vector<int64_t>& indices) const {
   MINIDL_CHECK(!indices.empty(), "Dataset::get_batch", "no indices given");
-  std::vector<Tensor> data, target;
-  data.reserve(indices.size());
-  target.reserve(indices.size());
-  for (int64_t i : indices) {
-    Example e = get(i);
-    data.push_back(std::move(e.data));
-    target.push_back(std::move(e.target));
-  }
-  return Batch{stack(data), stack(target), indices};
+  std::vector<Example> samples;
+  samples.reserve(indices.size());
+  for (int64_t i : indices) samples.push_back(get(i));
+  Batch b = default_collate(samples);
+  b.indices = indices;
+  return b;
 }
 
 void check_index(int64_t index, int64_t size, const char* who) {

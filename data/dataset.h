@@ -2,6 +2,8 @@
 // Example/Batch records it hands out, and the row-gathering helper datasets use for fast batches.
 #pragma once
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "ops/tensor.h"
@@ -13,18 +15,28 @@ enum class Split { Train, Test };
 inline const char* split_name(Split s) { return s == Split::Train ? "train" : "test"; }
 
 // One sample: `data` is the input (e.g. f32 [1, 28, 28]), `target` its label (e.g. i64 0-dim).
+// Samples with more parts (several inputs, a dict of tensors) put them in `fields` by name.
 struct Example {
   Tensor data;
   Tensor target;
+  std::map<std::string, Tensor> fields = {};  // "= {}": Batch{data, target} stays warning-free
 };
 
-// A batch: the samples stacked along a new first dim (f32 [B, ...] and e.g. i64 [B]).
+// A batch: the samples stacked along a new first dim (f32 [B, ...] and e.g. i64 [B]), and each
+// named field stacked the same way.
 struct Batch {
   Tensor data;
   Tensor target;
   std::vector<int64_t> indices;  // dataset indices of the rows, in order (filled by DataLoader)
-  int64_t size() const { return data.defined() ? data.size(0) : 0; }
+  std::map<std::string, Tensor> fields = {};  // "= {}": Batch{data, target} stays warning-free
+  // Rows in the batch: of data, else of the first field.
+  int64_t size() const;
 };
+
+// PyTorch's default_collate for minidl's samples: stacks data, target and every field along a new
+// first dim (an undefined part stays undefined). Every sample must have the same field names, and
+// each part the same shape and dtype across samples; a mismatch is an error naming the part.
+Batch default_collate(const std::vector<Example>& samples);
 
 // A sized, indexable data set. get() and get_batch() are const and must be safe to call from several
 // threads at once (the DataLoader's workers do). Implementations hold their data in memory.

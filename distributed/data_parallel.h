@@ -20,6 +20,7 @@
 
 #include "autocast/state.h"
 #include "framework/error.h"
+#include "nn/module.h"
 #include "ops/node.h"
 #include "ops/ops.h"
 
@@ -45,7 +46,7 @@ class DataParallel {
     const int64_t chunk = (b + n - 1) / n;
     std::vector<Tensor> inputs;
     for (int64_t start = 0; start < b; start += chunk) inputs.push_back(input.narrow(0, start, std::min(chunk, b - start)));
-    if (inputs.size() == 1) return module_->forward(inputs[0]);
+    if (inputs.size() == 1) return nn::call(*module_, inputs[0]);
     // Create every parameter's gradient accumulator here and hold it, so the threads only read it.
     std::vector<autograd::Edge> accumulators;
     for (const Tensor& p : module_->parameters())
@@ -54,7 +55,7 @@ class DataParallel {
     std::vector<std::exception_ptr> errors(inputs.size());
     auto run = [&](size_t i) {
       try {
-        outputs[i] = module_->forward(inputs[i]);
+        outputs[i] = nn::call(*module_, inputs[i]);  // in the module's scope (its set_autocast holds)
       } catch (...) {
         errors[i] = std::current_exception();
       }

@@ -39,7 +39,7 @@ class DistributedDataParallel {
   template <class... Args>
   auto forward(Args&&... args) {
     reducer_->before_forward();
-    auto out = module_->forward(std::forward<Args>(args)...);
+    auto out = nn::call(*module_, std::forward<Args>(args)...);  // in the module's scope
     using Out = std::decay_t<decltype(out)>;
     if constexpr (std::is_same_v<Out, Tensor>) reducer_->prepare_for_backward({out});
     else if constexpr (std::is_same_v<Out, std::vector<Tensor>>) reducer_->prepare_for_backward(out);

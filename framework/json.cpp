@@ -2,6 +2,7 @@
 #include "framework/json.h"
 
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -228,9 +229,10 @@ void Json::dump_to(std::string& out, int indent, int level) const {
     case Type::Double: {
       if (std::isnan(d_)) { out += "NaN"; return; }
       if (std::isinf(d_)) { out += d_ > 0 ? "Infinity" : "-Infinity"; return; }
+      // The shortest text that parses back to the same double (0.8545, not 0.85450000000000004).
       char buf[40];
-      std::snprintf(buf, sizeof buf, "%.17g", d_);
-      std::string s = buf;
+      const auto res = std::to_chars(buf, buf + sizeof buf, d_);
+      std::string s(buf, res.ptr);
       if (s.find_first_of(".eE") == std::string::npos) s += ".0";
       out += s;
       return;

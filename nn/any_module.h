@@ -25,7 +25,7 @@ class AnyModule {
       : module_(module) {
     MINIDL_CHECK(module != nullptr, "AnyModule", "null module");
     M* raw = module.get();  // kept alive by module_
-    forward_ = [raw](const Tensor& x) -> Tensor { return raw->forward(x); };
+    forward_ = [raw](const Tensor& x) -> Tensor { return call(*raw, x); };  // in the module's scope
   }
 
   bool defined() const { return module_ != nullptr; }

@@ -56,10 +56,37 @@ void Module::set_autocast(std::optional<DType> dtype, bool enabled, DeviceType d
   amp_state_ = std::make_shared<AutocastSetting>(AutocastSetting{device, dtype, enabled});
 }
 
+namespace {
+// The modules whose forward scope is open on this thread, innermost last.
+std::vector<const Module*>& open_scopes() {
+  thread_local std::vector<const Module*> open;
+  return open;
+}
+}  // namespace
+
+ForwardScope::ForwardScope(const Module* module, std::shared_ptr<void> state)
+    : module_(module), state_(std::move(state)) {
+  open_scopes().push_back(module_);
+}
+
+ForwardScope::~ForwardScope() {
+  if (!module_) return;
+  auto& open = open_scopes();
+  // Innermost first; a token outliving an inner one (unusual) is still found.
+  for (auto it = open.rbegin(); it != open.rend(); ++it)
+    if (*it == module_) {
+      open.erase(std::next(it).base());
+      break;
+    }
+  state_.reset();  // close the scope (autocast, name) before the token is gone
+}
+
 ForwardScope Module::forward_scope() const {
   const ForwardScopeFactory& f = scope_factory();
   if (!f) return ForwardScope();
-  return ForwardScope(f(*this));
+  const auto& open = open_scopes();
+  if (!open.empty() && open.back() == this) return ForwardScope();  // already open: called, then forward opened it
+  return ForwardScope(this, f(*this));
 }
 
 namespace detail {

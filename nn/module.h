@@ -14,10 +14,16 @@
 //       fc2 = register_module("fc2", std::make_shared<nn::Linear>(256, 10));
 //     }
 //     Tensor forward(const Tensor& x) {
-//       auto scope = forward_scope();   // optional: names the AMP scope, applies set_autocast
 //       return fc2->forward(relu(fc1->forward(x)));
 //     }
 //   };
+//   Tensor y = nn::call(net, x);        // as PyTorch's net(x): forward inside the module's scope
+//
+// Calling a module (nn::call, Layer's operator(), AnyModule, Sequential, DataParallel, DDP) runs its
+// forward inside its forward scope: the module path names the AMP scope, and its own set_autocast
+// setting applies, whatever forward's body is. Calling forward() directly skips that, as calling
+// forward() directly in PyTorch skips the module's __call__; a forward may open the scope itself
+// (`auto scope = forward_scope();`, as the built-in layers do) to hold either way.
 //
 // forward() is not virtual on Module (C++ has no generic signature for it); modules with the
 // signature Tensor forward(const Tensor&) derive from nn::Layer, and any module with that method
@@ -49,13 +55,21 @@ using ModulePtr = std::shared_ptr<Module>;
 using ForwardScopeFactory = std::function<std::shared_ptr<void>(const Module&)>;
 void set_forward_scope_factory(ForwardScopeFactory factory);
 
-// RAII token returned by Module::forward_scope().
+// RAII token returned by Module::forward_scope(). While it lives, the module's scope is open on
+// this thread, and a second forward_scope() of the same module (its forward opening the scope that
+// calling it already opened) opens nothing more.
 class ForwardScope {
  public:
   ForwardScope() = default;
-  explicit ForwardScope(std::shared_ptr<void> state) : state_(std::move(state)) {}
+  ForwardScope(const Module* module, std::shared_ptr<void> state);
+  ForwardScope(ForwardScope&& other) noexcept
+      : module_(std::exchange(other.module_, nullptr)), state_(std::move(other.state_)) {}
+  ForwardScope& operator=(ForwardScope&&) = delete;
+  ForwardScope(const ForwardScope&) = delete;
+  ~ForwardScope();
 
  private:
+  const Module* module_ = nullptr;  // set while this token holds the module's open scope
   std::shared_ptr<void> state_;
 };
 
@@ -167,12 +181,26 @@ class Module : public std::enable_shared_from_this<Module> {
   std::shared_ptr<void> amp_state_;
 };
 
+// Calls module.forward(args...) inside the module's forward scope (its AMP scope name and its own
+// set_autocast setting): the C++ form of PyTorch's module(x), for any forward signature.
+template <class M, class... Args>
+  requires std::is_base_of_v<Module, M>
+decltype(auto) call(M& module, Args&&... args) {
+  ForwardScope scope = module.forward_scope();
+  return module.forward(std::forward<Args>(args)...);
+}
+template <class M, class... Args>
+  requires std::is_base_of_v<Module, M>
+decltype(auto) call(const std::shared_ptr<M>& module, Args&&... args) {
+  return call(*module, std::forward<Args>(args)...);
+}
+
 // A module with the signature Tensor forward(const Tensor&): every built-in layer. Sequential and
 // other containers call it through this interface or through AnyModule.
 class Layer : public Module {
  public:
   virtual Tensor forward(const Tensor& input) = 0;
-  Tensor operator()(const Tensor& input) { return forward(input); }
+  Tensor operator()(const Tensor& input) { return call(*this, input); }
 };
 
 // Prints module.summary().

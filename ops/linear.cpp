@@ -22,7 +22,10 @@ void check_matmul_args(const char* op, const Tensor& a, const Tensor& b) {
   check_defined(a, op, "self");
   check_defined(b, op, "mat2");
   check_same_device(op, a, b);
-  check_floating(op, a);
+  // As PyTorch: integer products on CPU (exact, in the integer type); bool and CUDA integers refuse.
+  MINIDL_CHECK(a.is_floating_point() || (a.device().is_cpu() && a.dtype() != DType::Bool), op,
+               "expected a floating point tensor", a.device().is_cpu() ? " or an integer one" : " (integer products run on CPU only)",
+               ", got ", a.meta_str());
   MINIDL_CHECK(a.dtype() == b.dtype(), op, "expected both operands to have the same dtype, but got ", dtype_name(a.dtype()),
                " != ", dtype_name(b.dtype()));
 }

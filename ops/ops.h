@@ -73,6 +73,12 @@ Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor argmax(const Tensor& x);  // index into the flattened tensor
 Tensor sum_to(const Tensor& x, const Shape& shape);  // reduce broadcast dims back to shape
 
+// ---- vector norm (ops/reduce.cpp; torch.linalg.vector_norm, torch.norm): (sum |x|^p)^(1/p) over dims
+// (empty = all). p = 2, 1, INFINITY (max |x|), -INFINITY (min |x|), 0 (count of non-zeros) or any
+// other value. Floating inputs only; f16/bf16 accumulate in f32 and return their own dtype.
+// Autocast: None on CPU, f32 on CUDA (PyTorch's fp32_append_dtype for norm).
+Tensor norm(const Tensor& x, double p = 2.0, std::vector<int64_t> dims = {}, bool keepdim = false);
+
 // ---- linear algebra (ops/linear.cpp); autocast LowerPrecision
 Tensor mm(const Tensor& a, const Tensor& b);
 Tensor bmm(const Tensor& a, const Tensor& b);
@@ -81,8 +87,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, double beta = 1.0, double alpha = 1.0);
 
 // ---- softmax family (ops/softmax.cpp)
-Tensor softmax(const Tensor& x, int64_t dim);
-Tensor log_softmax(const Tensor& x, int64_t dim);
+// dtype (PyTorch's dtype=): x is cast to it first and the result has it; such a call is not
+// autocast (the explicit dtype wins over FP32SetOptDtype's f32).
+Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
+Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
 // Gradient of softmax (log=false) or log_softmax (log=true) given the forward output; differentiable.
 Tensor softmax_backward(const Tensor& grad_output, const Tensor& output, int64_t dim, bool log);
 

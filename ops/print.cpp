@@ -10,8 +10,13 @@
 namespace minidl {
 
 namespace {
+// PyTorch's print options: a tensor of more than kThreshold elements is summarized, each dim longer
+// than 2 * kEdgeItems showing only its first and last kEdgeItems entries.
+constexpr int64_t kThreshold = 1000;
+constexpr int64_t kEdgeItems = 3;
+
 void print_rec(std::ostream& os, const std::vector<double>& v, const Shape& shape, size_t dim, int64_t& pos,
-               bool is_float, bool is_bool, int indent) {
+               bool is_float, bool is_bool, bool summarize, int indent) {
   if (dim == shape.size()) {
     double x = v[pos++];
     if (is_float) os << std::setprecision(4) << x;
@@ -21,17 +26,17 @@ void print_rec(std::ostream& os, const std::vector<double>& v, const Shape& shap
   }
   os << '[';
   const int64_t n = shape[dim];
-  const bool elide = n > 8;
+  const bool elide = summarize && n > 2 * kEdgeItems;
   for (int64_t k = 0; k < n; ++k) {
-    if (elide && k == 3) {
+    if (elide && k == kEdgeItems) {
       os << "..., ";
       // skip the middle block
       int64_t inner = 1;
       for (size_t d = dim + 1; d < shape.size(); ++d) inner *= shape[d];
-      pos += (n - 6) * inner;
-      k = n - 3;
+      pos += (n - 2 * kEdgeItems) * inner;
+      k = n - kEdgeItems;
     }
-    print_rec(os, v, shape, dim + 1, pos, is_float, is_bool, indent + 1);
+    print_rec(os, v, shape, dim + 1, pos, is_float, is_bool, summarize, indent + 1);
     if (k + 1 < n) {
       os << ',';
       if (dim + 1 < shape.size()) os << '\n' << std::string(indent + 8, ' ');
@@ -48,7 +53,7 @@ std::string to_string(const Tensor& t) {
   std::ostringstream os;  // a private stream: the caller's formatting state is left alone
   os << "tensor(";
   int64_t pos = 0;
-  print_rec(os, v, t.shape(), 0, pos, t.is_floating_point(), t.dtype() == DType::Bool, 0);
+  print_rec(os, v, t.shape(), 0, pos, t.is_floating_point(), t.dtype() == DType::Bool, t.numel() > kThreshold, 0);
   os << ", dtype=" << dtype_name(t.dtype());
   if (t.dim() > 1 || t.numel() > 8) os << ", shape=" << shape_str(t.shape());
   if (!t.device().is_cpu()) os << ", device=" << t.device().str();

@@ -1,7 +1,8 @@
-// Reductions: sum, mean, var, max/min (all elements or along a dim, with indices), argmax and
-// sum_to (the reverse of broadcasting). Autocast policy: None on CPU (sum is FP32SetOptDtype on
+// Reductions: sum, mean, var, the vector norm, max/min (all elements or along a dim, with
+// indices), argmax and sum_to (the reverse of broadcasting). Autocast policy: None on CPU (sum is FP32SetOptDtype on
 // CUDA, set in amp/policy). Integer and bool sums produce i64, as PyTorch.
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "ops/common.h"
@@ -16,9 +17,12 @@ using kernels::ReduceOp;
 namespace {
 using P = amp::CastPolicy;
 const amp::OpPolicy kSum{"sum", P::None, P::FP32SetOptDtype};
+// PyTorch runs norm in f32 on CUDA (fp32_append_dtype: norm takes no dtype, so f32 is appended;
+// our nearest policy is FP32SetOptDtype) and lists it for no CPU policy.
+const amp::OpPolicy kNorm{"norm", P::None, P::FP32SetOptDtype};
 }  // namespace
 
-std::vector<const amp::OpPolicy*> ops_detail::reduce_policies() { return {&kSum}; }
+std::vector<const amp::OpPolicy*> ops_detail::reduce_policies() { return {&kSum, &kNorm}; }
 
 namespace {
 // Sorted, wrapped, unique dims; empty means all.
@@ -164,6 +168,69 @@ Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
   return extreme(ReduceOp::Max, "argmax", x, dim, keepdim).indices;
 }
 Tensor argmax(const Tensor& x) { return argmax(x.reshape({-1}), 0, false); }
+
+// ---- the vector norm
+namespace {
+// ||x||_p over sorted dims, keepdim-shaped, for an f32/f64 x; records nothing.
+Tensor norm_values(const Tensor& x, double p, const std::vector<int64_t>& dims) {
+  NoGradGuard ng;
+  const Tensor xd = x.detach();
+  if (p == 2.0) return sqrt(reduce_raw(ReduceOp::Sum, "norm", mul(xd, xd), dims));
+  if (p == 1.0) return reduce_raw(ReduceOp::Sum, "norm", abs(xd), dims);
+  if (p == 0.0) return reduce_raw(ReduceOp::Sum, "norm", cast(ne(xd, 0.0), x.dtype()), dims);
+  if (std::isinf(p)) {
+    Tensor r = abs(xd);
+    for (int64_t d : dims) r = extreme(p > 0 ? ReduceOp::Max : ReduceOp::Min, "norm", r, d, true).values;
+    return r;
+  }
+  return pow(reduce_raw(ReduceOp::Sum, "norm", pow(abs(xd), p), dims), 1.0 / p);
+}
+
+// d||x||_p/dx * g in differentiable ops (PyTorch's norm_backward): n is the keepdim-shaped norm, g
+// the keepdim-shaped incoming gradient. Where the norm is 0 the gradient is 0.
+Tensor norm_gradient(const Tensor& x, const Tensor& n, const Tensor& g, double p, const std::vector<int64_t>& dims) {
+  if (p == 0.0) return zeros_like(x);
+  if (p == 1.0) return mul(sign(x), g);
+  const Tensor zero = zeros_like(g);
+  if (std::isinf(p)) {
+    // The gradient is shared evenly by the elements at the extreme (as PyTorch's amax backward).
+    const Tensor at = cast(eq(abs(x), n), x.dtype());
+    return mul(mul(sign(x), at), div(g, sum(at, dims, true)));
+  }
+  const Tensor scale = where(eq(n, 0.0), zero, div(g, pow(n, p - 1.0)));  // g / n^(p-1)
+  if (p < 1.0) {
+    const Tensor ax = abs(x);
+    const Tensor d = where(eq(x, 0.0), zeros_like(x), pow(ax, p - 1.0));
+    return mul(mul(sign(x), d), mul(g, pow(n, 1.0 - p)));
+  }
+  if (p < 2.0) return mul(mul(sign(x), pow(abs(x), p - 1.0)), scale);
+  if (p == 2.0) return mul(x, scale);
+  return mul(mul(x, pow(abs(x), p - 2.0)), scale);
+}
+}  // namespace
+
+Tensor norm(const Tensor& x_arg, double p, std::vector<int64_t> dims_in, bool keepdim) {
+  amp::AutocastInputs in(kNorm, {x_arg});
+  const Tensor& x = in[0];
+  check_defined(x, "norm", "self");
+  MINIDL_CHECK(x.is_floating_point(), "norm", "expected a floating point input, got ", x.meta_str());
+  MINIDL_CHECK(!std::isnan(p), "norm", "p must be a number, got nan");
+  // f16/bf16 accumulate in f32 and round once, as PyTorch's reductions.
+  if (is_low_precision(x.dtype())) return cast(norm(cast(x, DType::F32), p, std::move(dims_in), keepdim), x.dtype());
+  const std::vector<int64_t> dims = normalize_dims(dims_in, x.dim(), "norm");
+  if (std::isinf(p) && x.dim() > 0)
+    for (int64_t d : dims)
+      MINIDL_CHECK(x.shape()[d] > 0, "norm", "the inf norm of an empty dimension (", d, ") is undefined");
+  const Tensor n = norm_values(x, p, dims);  // keepdim-shaped
+  Tensor out = keepdim ? n : n.view(drop_shape(x.shape(), dims));
+  // The output is saved as an output: under create_graph it is the norm as a function of x again,
+  // so gradients of the gradient see that dependence.
+  autograd::record("NormBackward", {x}, {out}, {x, autograd::output(out)},
+                   [p, dims, keep = keep_shape(x.shape(), dims)](const TensorList& g, const TensorList& s) {
+                     return TensorList{norm_gradient(s[0], s[1].reshape(keep), g[0].reshape(keep), p, dims)};
+                   });
+  return out;
+}
 
 Tensor sum_to(const Tensor& x, const Shape& shape) {
   if (x.shape() == shape) return x;

@@ -1,7 +1,7 @@
 // Softmax family: softmax, log_softmax and their backward, along any dim. The kernels work on the
 // last dim of a contiguous tensor; another dim is transposed last (one copy) and back. f16/bf16
 // compute in f32 inside the kernel and return the input dtype. Autocast policy: None on CPU
-// (FP32SetOptDtype on CUDA, set in amp/policy).
+// (FP32SetOptDtype on CUDA, set in amp/policy); a call with an explicit dtype is not autocast.
 //
 // Backward is the differentiable op softmax_backward (one fused kernel); its own backward is
 // written in differentiable ops, so gradients of any order work:
@@ -32,6 +32,13 @@ Tensor dim_back(const Tensor& y, int64_t dim) {
   return dim == y.dim() - 1 ? y : y.transpose(dim, -1).contiguous();
 }
 
+// x cast to the dtype a caller asked for (a floating one, as PyTorch's softmax(dtype=)).
+Tensor cast_to_requested(const Tensor& x, DType dtype, const char* name) {
+  check_defined(x, name, "self");
+  MINIDL_CHECK(is_floating(dtype), name, "dtype must be a floating point type, got ", dtype_name(dtype));
+  return cast(x, dtype);
+}
+
 Tensor softmax_forward(const char* name, const Tensor& x, int64_t dim, bool log) {
   check_defined(x, name, "self");
   MINIDL_CHECK(x.is_floating_point(), name, "expected a floating point input, got ", x.meta_str(),
@@ -53,11 +60,15 @@ Tensor softmax_forward(const char* name, const Tensor& x, int64_t dim, bool log)
 }
 }  // namespace
 
-Tensor softmax(const Tensor& x, int64_t dim) {
+// With an explicit dtype the input is cast to it (a differentiable cast: the gradient returns in
+// x's dtype) and autocast is not consulted, as PyTorch's fp32_set_opt_dtype keeps a given dtype.
+Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  if (dtype) return softmax_forward("softmax", cast_to_requested(x, *dtype, "softmax"), dim, false);
   amp::AutocastInputs in(kSoftmax, {x});
   return softmax_forward("softmax", in[0], dim, false);
 }
-Tensor log_softmax(const Tensor& x, int64_t dim) {
+Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  if (dtype) return softmax_forward("log_softmax", cast_to_requested(x, *dtype, "log_softmax"), dim, true);
   amp::AutocastInputs in(kLogSoftmax, {x});
   return softmax_forward("log_softmax", in[0], dim, true);
 }

@@ -6,7 +6,7 @@
 #pragma once
 #include <functional>
 #include <initializer_list>
-#include <iosfwd>
+#include <ostream>  // operator<< below: `std::cout << t` needs nothing more
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -36,6 +36,16 @@ struct TensorOptions {
   TensorOptions& dtype(DType t) { dtype_ = t; return *this; }
   TensorOptions& device(Device d) { device_ = d; return *this; }
   TensorOptions& requires_grad(bool r = true) { requires_grad_ = r; return *this; }
+};
+
+// Named options of Tensor::backward (torch.Tensor.backward's keywords):
+//   loss.backward(BackwardOptions().retain_graph(true));
+// retain_graph defaults to create_graph, as PyTorch's retain_graph=None.
+struct BackwardOptions {
+  bool retain_graph_ = false;
+  bool create_graph_ = false;
+  BackwardOptions& retain_graph(bool v = true) { retain_graph_ = v; return *this; }
+  BackwardOptions& create_graph(bool v = true) { create_graph_ = v; return *this; }
 };
 
 class Tensor {
@@ -92,6 +102,12 @@ class Tensor {
   template <class Engine = autograd::Engine>
   void backward(const Tensor& gradient = Tensor(), bool retain_graph = false, bool create_graph = false) const {
     Engine::backward({*this}, {gradient}, retain_graph, create_graph);
+  }
+  template <class Engine = autograd::Engine>
+  void backward(const BackwardOptions& options) const { backward<Engine>(Tensor(), options); }
+  template <class Engine = autograd::Engine>
+  void backward(const Tensor& gradient, const BackwardOptions& options) const {
+    Engine::backward({*this}, {gradient}, options.retain_graph_, options.create_graph_);
   }
   Tensor detach() const;  // shares storage and version counter, no grad_fn
   const std::string& name() const { return impl()->name; }

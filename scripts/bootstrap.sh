@@ -20,7 +20,10 @@ minidl_need_packages() {
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-minidl_need_packages build-essential cmake libeigen3-dev catch2 zlib1g-dev
+minidl_need_packages build-essential cmake libeigen3-dev catch2 zlib1g-dev pkg-config
+# CLI11: minidl-train's flag parser (header-only). librsvg2-bin: rsvg-convert, with which a test renders
+# the training curves SVG to PNG.
+minidl_need_packages libcli11-dev librsvg2-bin
 # Open MPI: the dist/ process group and its multi-rank tests (mpirun -np 2 on loopback).
 minidl_need_packages libopenmpi-dev openmpi-bin
 # oneDNN: the f32 CPU convolution (ops/cpu/conv_dnnl.cpp; optional at build time, MINIDL_DNNL).

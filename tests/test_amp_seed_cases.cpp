@@ -208,6 +208,40 @@ TEST_CASE("seed 5: a module carries its own autocast setting", "[amp][seed]") {
   }
 }
 
+namespace {
+// A user's models whose forward does not open forward_scope(): a Layer (one input) and a plain
+// Module with two inputs. The bare matmul is an op of the user's own, outside any built-in layer.
+struct BareLayer : nn::Layer {
+  Tensor w = ones({4, 3}).requires_grad_();
+  Tensor forward(const Tensor& x) override { return matmul(x, w); }
+};
+struct BareTwoInputs : nn::Module {
+  Tensor w = ones({4, 3}).requires_grad_();
+  Tensor forward(const Tensor& a, const Tensor& b) { return add(matmul(a, w), matmul(b, w)); }
+};
+}  // namespace
+
+TEST_CASE("set_autocast holds however forward is written, when the module is called", "[amp][seed]") {
+  auto layer = std::make_shared<BareLayer>();
+  layer->set_autocast(DType::BF16);
+  CHECK((*layer)(ones({2, 4})).dtype() == DType::BF16);        // Layer's call operator
+  CHECK(nn::call(layer, ones({2, 4})).dtype() == DType::BF16);  // nn::call
+  CHECK(layer->forward(ones({2, 4})).dtype() == DType::F32);    // forward() itself skips it, as PyTorch's
+  // Through a container (AnyModule) and a DataParallel-style wrapper on two threads.
+  nn::Sequential seq(layer);
+  CHECK(seq.forward(ones({2, 4})).dtype() == DType::BF16);
+  dist::DataParallel<BareLayer> dp(layer, 2);
+  CHECK(dp.forward(ones({4, 4})).dtype() == DType::BF16);
+  // Any forward signature, through nn::call.
+  auto two = std::make_shared<BareTwoInputs>();
+  two->set_autocast(DType::BF16);
+  CHECK(nn::call(two, ones({2, 4}), ones({2, 4})).dtype() == DType::BF16);
+  // Opting out inside an enclosing autocast.
+  amp::autocast outer(DeviceType::CPU);
+  layer->set_autocast(std::nullopt, false);
+  CHECK((*layer)(ones({2, 4})).dtype() == DType::F32);
+}
+
 TEST_CASE("nodes recorded inside a module carry its path", "[amp][seed]") {
   manual_seed(0);
   auto model = std::make_shared<Net>();
@@ -219,4 +253,17 @@ TEST_CASE("nodes recorded inside a module carry its path", "[amp][seed]") {
   REQUIRE(y.grad_fn());
   CHECK(y.grad_fn()->amp.scope == "fc2");
   CHECK(y.grad_fn()->amp.policy == "lower_precision");
+}
+
+TEST_CASE("a module whose forward opens its scope and is called opens it once", "[amp][seed]") {
+  std::vector<std::string> seen;
+  nn::set_forward_scope_factory([&](const nn::Module& m) -> std::shared_ptr<void> {
+    seen.push_back(m.path().empty() ? "root" : m.path());
+    return nullptr;
+  });
+  auto model = std::make_shared<Net>();
+  nn::call(model, ones({2, 4}));  // Net::forward opens forward_scope() itself as well
+  (*model->fc1)(ones({2, 4}));    // Linear::forward opens it too
+  nn::set_forward_scope_factory(nullptr);  // (no way back to the default: this case stays last in the file)
+  CHECK(seen == std::vector<std::string>{"root", "fc1", "fc2", "fc1"});
 }

@@ -33,6 +33,29 @@ TEST_CASE("backward twice without retain_graph is an error, with it, gradients a
   CHECK_THROWS_WITH(y.backward(), Catch::Contains("backward through the graph a second time"));
 }
 
+TEST_CASE("named options: backward(BackwardOptions()) and grad(GradOptions()) as PyTorch's keywords", "[autograd]") {
+  Tensor x = from_vector<double>({3.0}).requires_grad_();
+  Tensor y = mul(x, x).sum();
+  y.backward(BackwardOptions().retain_graph(true));
+  y.backward(ones({}, DType::F64), BackwardOptions());
+  CHECK(x.grad().item() == 12.0);
+  CHECK_THROWS_WITH(y.backward(), Catch::Contains("backward through the graph a second time"));
+
+  Tensor z = mul(mul(x, x), x).sum();  // x^3
+  auto g = autograd::grad({z}, {x}, autograd::GradOptions().create_graph(true));
+  CHECK(g[0].item() == Approx(27.0));
+  CHECK(g[0].requires_grad());
+  // retain_graph defaults to create_graph (PyTorch's retain_graph=None): z's graph is still there.
+  auto again = autograd::grad({z}, {x}, autograd::GradOptions().grad_outputs({full({}, 2.0, DType::F64)}));
+  CHECK(again[0].item() == Approx(54.0));
+  CHECK_THROWS_WITH(autograd::grad({z}, {x}), Catch::Contains("second time"));
+  Tensor u = from_vector<double>({1.0}).requires_grad_();
+  Tensor w = mul(x, 2.0).sum();
+  auto unused = autograd::grad({w}, {x, u}, autograd::GradOptions().allow_unused(true));
+  CHECK(unused[0].item() == 2.0);
+  CHECK_FALSE(unused[1].defined());
+}
+
 TEST_CASE("modifying a saved tensor in place is detected", "[autograd]") {
   Tensor w = from_vector<float>({1, 2}).requires_grad_();
   Tensor a = ones({2});

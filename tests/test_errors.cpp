@@ -56,7 +56,8 @@ TEST_CASE("broadcasting failures name the op and both shapes", "[errors][shape]"
 
 TEST_CASE("dtype errors name the op and the dtypes", "[errors][dtype]") {
   CHECK_THROWS_WITH(mm(zeros({2, 2}), zeros({2, 2}, DType::F64)), Contains("mm") && Contains("f32") && Contains("f64"));
-  CHECK_THROWS_WITH(mm(zeros({2, 2}, DType::I64), zeros({2, 2}, DType::I64)), Contains("mm") && Contains("floating") && Contains("i64"));
+  // Integer products run on CPU (as PyTorch); bool does not.
+  CHECK_THROWS_WITH(mm(zeros({2, 2}, DType::Bool), zeros({2, 2}, DType::Bool)), Contains("mm") && Contains("floating") && Contains("bool"));
   CHECK_THROWS_WITH(bmm(zeros({1, 2, 2}, DType::F16), zeros({1, 2, 2}, DType::BF16)), Contains("bmm") && Contains("f16") && Contains("bf16"));
   CHECK_THROWS_WITH(matmul(zeros({2}), zeros({2}, DType::F64)), Contains("matmul") && Contains("f64"));
   CHECK_THROWS_WITH(addmm(zeros({2}, DType::F64), zeros({2, 2}), zeros({2, 2})), Contains("addmm") && Contains("f64"));
@@ -274,4 +275,29 @@ TEST_CASE("device mismatches name the op and both devices", "[errors][device]") 
   CHECK_THROWS_WITH(clamp(g, 0.0, 1.0), Contains("clamp") && Contains("(cuda, f32)"));
   CHECK_THROWS_WITH(g.to(Device::cpu()), Contains("(cuda, f32)"));
   CHECK_THROWS_WITH(c.copy_(g), Contains("copy_") && Contains("(cuda, f32)"));
+}
+
+TEST_CASE("library warnings go to the warning handler, which can capture, silence and restore", "[errors][warnings]") {
+  std::vector<std::string> seen;
+  WarningHandler previous = set_warning_handler([&](const std::string& m) { seen.push_back(m); });
+  CHECK_FALSE(static_cast<bool>(previous));  // the default was installed
+  {
+    amp::autocast scope(DeviceType::CPU, DType::F32);  // f32 CPU autocast: warns and disables
+    CHECK_FALSE(amp::is_autocast_enabled(DeviceType::CPU));
+  }
+  if (!cuda::is_available()) {
+    amp::GradScaler scaler(Device::cuda());
+    CHECK_FALSE(scaler.is_enabled());
+  }
+  REQUIRE(!seen.empty());
+  CHECK_THAT(seen[0], Contains("target dtype f32 is not supported") && Contains("disabling autocast"));
+  if (!cuda::is_available()) CHECK_THAT(seen.back(), Contains("GradScaler is enabled, but CUDA is not available"));
+  // Silenced: nothing reaches anyone; restoring gives back the capturing handler.
+  WarningHandler capturing = set_warning_handler([](const std::string&) {});
+  { amp::autocast scope(DeviceType::CPU, DType::F32); }
+  const size_t count = seen.size();
+  set_warning_handler(capturing);
+  { amp::autocast scope(DeviceType::CPU, DType::F32); }
+  CHECK(seen.size() == count + 1);
+  CHECK(static_cast<bool>(set_warning_handler(nullptr)));  // back to the default (stderr); the replaced one is returned
 }

@@ -151,8 +151,15 @@ TEST_CASE("GradScaler errors follow PyTorch's messages", "[amp][scaler]") {
 
 TEST_CASE("the constructor validates every argument", "[amp][scaler]") {
   CHECK_THROWS_WITH(amp::GradScaler(amp::GradScalerOptions().init_scale_(0)), Catch::Contains("init_scale"));
-  CHECK_THROWS_WITH(amp::GradScaler(amp::GradScalerOptions().growth_factor_(1.0)), Catch::Contains("growth_factor"));
-  CHECK_THROWS_WITH(amp::GradScaler(amp::GradScalerOptions().backoff_factor_(1.5)), Catch::Contains("backoff_factor"));
+  // PyTorch's text where PyTorch checks; ours for what PyTorch lets through.
+  CHECK_THROWS_WITH(amp::GradScaler(amp::GradScalerOptions().growth_factor_(1.0)), Catch::Contains("The growth factor must be > 1.0."));
+  CHECK_THROWS_WITH(amp::GradScaler(amp::GradScalerOptions().backoff_factor_(1.0)), Catch::Contains("The backoff factor must be < 1.0."));
+  CHECK_THROWS_WITH(amp::GradScaler(amp::GradScalerOptions().backoff_factor_(1.5)), Catch::Contains("The backoff factor must be < 1.0."));
+  CHECK_THROWS_WITH(amp::GradScaler(amp::GradScalerOptions().backoff_factor_(0.0)), Catch::Contains("backoff_factor must be > 0"));
+  CHECK_THROWS_WITH(amp::GradScaler(amp::GradScalerOptions().growth_factor_(INFINITY)), Catch::Contains("growth_factor must be finite"));
+  amp::GradScaler ok;
+  CHECK_THROWS_WITH(ok.set_growth_factor(0.5), Catch::Contains("The growth factor must be > 1.0."));
+  CHECK_THROWS_WITH(ok.set_backoff_factor(2.0), Catch::Contains("The backoff factor must be < 1.0."));
   CHECK_THROWS_WITH(amp::GradScaler(amp::GradScalerOptions().growth_interval_(0)), Catch::Contains("growth_interval"));
   CHECK_THROWS_WITH(amp::GradScaler(amp::GradScalerOptions().init_scale_(4).min_scale_(8)), Catch::Contains("min_scale"));
 }
@@ -230,6 +237,45 @@ TEST_CASE("diagnostics name the parameters whose gradients overflowed", "[amp][s
   CHECK(n.numel == 3);
   CHECK_THAT(scaler.report(), Catch::Contains("fc1.weight") && Catch::Contains("1 inf, 1 NaN"));
 }
+
+TEST_CASE("diagnostics list the worst parameter first", "[amp][scaler]") {
+  Tensor a = param({1.0f, 1.0f}, "a"), b = param({1.0f, 1.0f, 1.0f}, "b"), c = param({1.0f}, "c");
+  TinySGD opt{{a, b, c}};
+  amp::GradScaler scaler(amp::GradScalerOptions().diagnostics_(true));
+  scaler.scale(a.sum());
+  a.set_grad(from_vector<float>({INFINITY, 1.0f}));           // 1 non-finite
+  b.set_grad(from_vector<float>({NAN, -INFINITY, NAN}));      // 3
+  c.set_grad(from_vector<float>({NAN}));                      // 1 (ties keep parameter order)
+  scaler.step(opt);
+  REQUIRE(scaler.last_nonfinite().size() == 3);
+  CHECK(scaler.last_nonfinite()[0].param == "b");
+  CHECK(scaler.last_nonfinite()[1].param == "a");
+  CHECK(scaler.last_nonfinite()[2].param == "c");
+  const std::string r = scaler.report();
+  CHECK(r.find("b:") < r.find("a:"));
+}
+
+TEST_CASE("a scaler's per-optimizer stage reads as PyTorch's OptState", "[amp][scaler]") {
+  Tensor w = param({1.0f}, "w"), v = param({1.0f}, "v");
+  TinySGD opt{{w}}, other{{v}};
+  amp::GradScaler scaler;
+  CHECK(scaler.stage(opt) == amp::OptimizerStage::Ready);
+  scaler.scale(w.sum()).backward();
+  scaler.unscale_(opt);
+  CHECK(scaler.stage(opt) == amp::OptimizerStage::Unscaled);
+  CHECK(scaler.stage(other) == amp::OptimizerStage::Ready);
+  scaler.step(opt);
+  CHECK(scaler.stage(opt) == amp::OptimizerStage::Stepped);
+  CHECK(std::string(amp::to_string(scaler.stage(opt))) == "STEPPED");
+  scaler.update();
+  CHECK(scaler.stage(opt) == amp::OptimizerStage::Ready);
+}
+
+// step()/unscale_() accept optimizers only; anything else fails at compile time with one message.
+static_assert(amp::ScalableOptimizer<TinySGD>);
+static_assert(amp::ScalableOptimizer<optim::SGD>);
+static_assert(!amp::ScalableOptimizer<nn::Linear>);
+static_assert(!amp::ScalableOptimizer<Tensor>);
 
 TEST_CASE("unscale_ over gradients of several dtypes keeps each gradient's order, values and report", "[amp][scaler]") {
   // f32, bf16 and f64 parameters interleaved: unscale_ groups them by dtype, and every gradient

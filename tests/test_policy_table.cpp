@@ -47,6 +47,7 @@ const std::map<std::string, std::function<void()>>& op_calls() {
       {"softmax", [] { softmax(rand_t({2, 3}), 1); }},
       {"log_softmax", [] { log_softmax(rand_t({2, 3}), 1); }},
       {"sum", [] { sum(rand_t({2, 3})); }},
+      {"norm", [] { norm(rand_t({2, 3}), 2.0, {1}); }},
       {"cat", [] { cat({rand_t({2}), rand_t({3})}); }},
       {"stack", [] { stack({rand_t({2}), rand_t({2})}); }},
       {"max_pool2d", [] { max_pool2d(rand_t({1, 1, 4, 4}), {2, 2}); }},

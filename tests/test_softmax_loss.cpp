@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <optional>
 
 #include "gradcheck.h"
 #include "random_values.h"
@@ -436,4 +437,39 @@ TEST_CASE("loss errors name the op and what was wrong", "[loss][errors]") {
   CHECK_THROWS_WITH(binary_cross_entropy_with_logits(zeros({2, 3}), zeros({3})),
                     Catch::Contains("binary_cross_entropy_with_logits") && Catch::Contains("target size [3]"));
   CHECK_THROWS_WITH(mse_loss(zeros({2, 3}), zeros({4})), Catch::Contains("mse_loss") || Catch::Contains("sub"));
+}
+
+TEST_CASE("softmax and log_softmax take PyTorch's dtype argument", "[softmax][dtype]") {
+  const std::vector<double> v = random_values(12, -3.0, 3.0, 21);
+  Tensor x = from_vector(v, {3, 4}).to(DType::F32).requires_grad_();
+  for (bool log : {false, true}) {
+    INFO("log_softmax: " << log);
+    auto f = [&](const Tensor& t, std::optional<DType> d) { return log ? log_softmax(t, 1, d) : softmax(t, 1, d); };
+    Tensor y = f(x, DType::F64);
+    CHECK(y.dtype() == DType::F64);
+    // The input is cast first, then the op runs in dtype: the f64 op on the f32 values exactly.
+    CHECK(max_abs_diff(y, f(x.detach().to(DType::F64), std::nullopt)) == 0.0);
+    // The gradient comes back in the input's dtype.
+    x.set_grad(Tensor());
+    mul(y, from_vector(random_values(12, 0.5, 1.5, 3), {3, 4})).sum().backward();
+    CHECK(x.grad().dtype() == DType::F32);
+    CHECK(f(x, DType::BF16).dtype() == DType::BF16);
+  }
+  CHECK_THROWS_WITH(softmax(ones({2}), 0, DType::I64), Catch::Contains("softmax") && Catch::Contains("floating point"));
+}
+
+TEST_CASE("with an explicit dtype softmax is not autocast (FP32SetOptDtype keeps a given dtype)", "[softmax][dtype][amp]") {
+  // CPU lists softmax under no policy; give it CUDA's FP32SetOptDtype to see the interaction here.
+  amp::set_policy("softmax", DeviceType::CPU, amp::CastPolicy::FP32SetOptDtype);
+  amp::set_policy("log_softmax", DeviceType::CPU, amp::CastPolicy::FP32SetOptDtype);
+  Tensor x = from_vector<float>({1.0f, 2.0f, 3.0f}).to(DType::BF16);
+  {
+    amp::autocast scope(DeviceType::CPU);
+    CHECK(softmax(x, 0).dtype() == DType::F32);                 // no dtype: f32
+    CHECK(log_softmax(x, 0).dtype() == DType::F32);
+    CHECK(softmax(x, 0, DType::BF16).dtype() == DType::BF16);   // a given dtype wins
+    CHECK(log_softmax(x, 0, DType::F64).dtype() == DType::F64);
+  }
+  amp::reset_policy("softmax");
+  amp::reset_policy("log_softmax");
 }

@@ -336,9 +336,16 @@ TEST_CASE("printing shows values, dtype, shape and grad_fn", "[tensor][print]") 
   CHECK_THAT(to_string(w), Catch::Contains("requires_grad=true"));
   Tensor y = mul(w, w);
   CHECK_THAT(to_string(y), Catch::Contains("grad_fn=<MulBackward>") && !Catch::Contains("requires_grad"));
-  // Long dims are elided, keeping the first and last three values.
-  std::string s = to_string(arange(0, 20, 1, DType::F32));
-  CHECK_THAT(s, Catch::StartsWith("tensor([0, 1, 2, ..., 17, 18, 19]") && Catch::Contains("shape=[20]"));
+  // As PyTorch (threshold 1000, edgeitems 3): up to 1000 elements print in full; beyond, each long
+  // dim keeps its first and last three values.
+  CHECK_THAT(to_string(arange(0, 10, 1, DType::F32)), Catch::StartsWith("tensor([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]"));
+  std::string full = to_string(arange(0, 1000, 1, DType::F32));
+  CHECK_THAT(full, Catch::Contains(" 500, ") && !Catch::Contains("..."));
+  std::string s = to_string(arange(0, 1001, 1, DType::F32));
+  CHECK_THAT(s, Catch::StartsWith("tensor([0, 1, 2, ..., 998, 999, 1000]") && Catch::Contains("shape=[1001]"));
+  std::string m = to_string(arange(0, 1010, 1, DType::F32).reshape({101, 10}));
+  CHECK_THAT(m, Catch::StartsWith("tensor([[0, 1, 2, ..., 7, 8, 9],") && Catch::Contains("...,") &&
+                    Catch::Contains("[1000, 1001, 1002, ..., 1007, 1008, 1009]]"));
   // Printing a view prints the view's elements.
   CHECK_THAT(to_string(arange(0, 6, 1, DType::F32).reshape({2, 3}).t().select(0, 2)), Catch::StartsWith("tensor([2, 5]"));
   CHECK_THAT(to_string(from_vector<float>({std::nanf(""), INFINITY})), Catch::Contains("nan") && Catch::Contains("inf"));

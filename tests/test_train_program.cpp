@@ -412,3 +412,63 @@ TEST_CASE("minidl-train --detect-anomaly stops at the first NaN/inf naming the o
   for (const char* key : {"train_loss", "test_loss", "test_accuracy"})
     CHECK(last_line_json(checked.output).at(key).as_double() == last_line_json(plain.output).at(key).as_double());
 }
+
+TEST_CASE("minidl-train reads --flag=value and flag values, and refuses clearly what it cannot read", "[train_program]") {
+  TempDir dir;
+  write_mnist_like(dir, 100, 20);
+  // --flag=value, --flag value and a flag with a value (--no-progress=true) mixed; the JSON agrees.
+  Result r = run_train("--data=" + dir.path.string() + " --epochs=1 --batch-size 50 --lr=0.1 --no-progress=true --seed=3");
+  REQUIRE(r.status == 0);
+  const Json j = last_line_json(r.output);
+  CHECK(j.at("epochs").as_int() == 1);
+  CHECK(j.at("batch_size").as_int() == 50);
+  CHECK(j.at("steps").as_int() == 2);
+  // With --amp off the EPOCH line carries no loss scale.
+  CHECK(r.output.find("EPOCH 1/1") != std::string::npos);
+  CHECK(r.output.find("scale=") == std::string::npos);
+  // --no-progress=false keeps progress on (stdout is not a terminal: periodic lines, none this short).
+  CHECK(run_train("--data " + dir.path.string() + " --epochs 1 --batch-size 50 --no-progress=false").status == 0);
+  // The last of a repeated flag wins, as before.
+  CHECK(last_line_json(run_train("--data " + dir.path.string() + " --epochs 3 --epochs 1 --batch-size 50 --no-progress").output)
+            .at("epochs")
+            .as_int() == 1);
+  for (const auto& [args, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"--bogus=3", "unknown flag '--bogus'"},
+           {"stray", "unknown flag 'stray'"},
+           {"--epochs=0", "value 0 for --epochs is out of range"},
+           {"--epochs", "flag --epochs needs a value"},
+           {"--epochs --lr 0.1", "invalid value '--lr' for --epochs"},  // as before: the next word is the value
+           {"--no-progress=maybe", "--no-progress"}}) {
+    INFO(args);
+    Result bad = run_train(args);
+    CHECK(bad.status == 2);
+    CHECK(bad.output.find(expected) != std::string::npos);
+    CHECK(bad.output.find("terminate called") == std::string::npos);
+  }
+  // A library error (here: no data) is a message and status 1, never an abort.
+  Result missing = run_train("--data /nonexistent-minidl-data --epochs 1 --no-progress");
+  CHECK(missing.status == 1);
+  CHECK(missing.output.find("minidl-train: ") != std::string::npos);
+  CHECK(missing.output.find("terminate called") == std::string::npos);
+}
+
+TEST_CASE("every key of the JSON summary is documented by --help and the README", "[train_program]") {
+  TempDir dir;
+  write_mnist_like(dir, 100, 20);
+  const Result r = run_train("--data " + dir.path.string() + " --epochs 1 --batch-size 50 --no-progress");
+  REQUIRE(r.status == 0);
+  const std::string help = run_train("--help").output;
+  std::ifstream f(std::string(MINIDL_SOURCE_DIR) + "/README.md");
+  const std::string readme((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  REQUIRE(!readme.empty());
+  std::vector<std::string> keys;
+  const Json summary = last_line_json(r.output);
+  for (const auto& [key, value] : summary.members()) keys.push_back(key);
+  for (const char* conditional : {"stopped", "null_reasons"}) keys.emplace_back(conditional);
+  CHECK(keys.size() > 15);
+  for (const std::string& key : keys) {
+    INFO(key);
+    CHECK(help.find(key) != std::string::npos);
+    CHECK(readme.find("`" + key + "`") != std::string::npos);
+  }
+}

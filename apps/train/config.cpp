@@ -14,6 +14,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <CLI/CLI.hpp>
+
 namespace minidl::train {
 
 namespace {
@@ -109,12 +111,18 @@ a JSON summary as the last line of stdout.
 Exit status: 0 done, 1 error, 2 bad flag or unwritable output path, 3 non-finite training loss.
 Integer flags are range-checked (e.g. --batch-size in [1, 2^24], --workers in [0, 256]).
 
-JSON summary keys: model, dataset, amp, epochs, steps, test_accuracy (fraction in [0, 1]),
-test_loss, train_loss, train_accuracy, train_samples_per_s, peak_rss_mb, wall_s, final_scale,
-skipped_steps, saved_activation_bytes.
+Flags take their value as "--flag value" or "--flag=value"; --no-progress=false keeps progress on.
+
+JSON summary keys: model, dataset, amp, device, epochs, steps, batch_size (per rank), world_size,
+test_accuracy (fraction in [0, 1]), test_loss, train_loss, train_accuracy, train_samples_per_s,
+peak_rss_mb, wall_s, final_scale, skipped_steps, saved_activation_bytes, nonfinite_loss_batches;
+stopped (why a run stopped early) and null_reasons (why a value is null) when they apply.
 )";
 }
 
+// The flags are read by CLI11 (Debian's libcli11-dev), a well-kept parser: "--flag value",
+// "--flag=value", flag values ("--no-progress=false"), negative numbers as values. What a value
+// means, its range and every message stay ours (the callbacks below), so errors keep their wording.
 Config parse_flags(const std::vector<std::string>& args) {
   Config c;
   bool data_set = false;
@@ -141,34 +149,37 @@ Config parse_flags(const std::vector<std::string>& args) {
       {"--max-steps", [&](const std::string& v) { c.max_steps = parse_int("--max-steps", v, 0, kMaxInt); }},
       {"--nan-policy", [&](const std::string& v) { one_of("--nan-policy", v, {"stop", "skip"}); c.nan_policy = v; }},
   };
-  const size_t argc = args.size();
-  for (size_t i = 0; i < argc; ++i) {
-    std::string arg = args[i];
-    if (arg == "--help" || arg == "-h") {
-      c.help = true;
-      return c;
-    }
-    if (arg == "--no-progress") {
-      c.progress = false;
-      continue;
-    }
-    if (arg == "--detect-anomaly") {
-      c.detect_anomaly = true;
-      continue;
-    }
-    std::string value;
-    auto eq = arg.find('=');
-    if (eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    }
-    auto it = flags.find(arg);
-    if (it == flags.end()) fail("unknown flag '" + arg + "'");
-    if (eq == std::string::npos) {
-      if (i + 1 >= argc) fail("flag " + arg + " needs a value");
-      value = args[++i];
-    }
-    it->second(value);
+  CLI::App app("minidl-train");
+  app.set_help_flag();  // --help prints usage(), our text
+  app.allow_extras();   // unknown arguments are refused below, in our words
+  bool help = false;
+  app.add_flag("-h,--help", help);
+  for (auto& [name, set] : flags)
+    app.add_option_function<std::string>(name, set)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last one wins
+  bool no_progress = false;
+  app.add_flag("--no-progress", no_progress);
+  app.add_flag("--detect-anomaly", c.detect_anomaly);
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes the arguments last first
+    app.parse(reversed);
+  } catch (const CLI::ArgumentMismatch& e) {
+    // A value flag at the end of the line: name the flag (CLI11's text names it).
+    const std::string what = e.what();
+    std::string flag;
+    for (const auto& entry : flags)
+      if (what.find(entry.first) != std::string::npos && entry.first.size() > flag.size()) flag = entry.first;
+    fail(flag.empty() ? what : "flag " + flag + " needs a value");
+  } catch (const CLI::ParseError& e) {
+    fail(e.what());  // e.g. --no-progress=maybe
+  }
+  if (!app.remaining().empty()) {
+    const std::string extra = app.remaining().front();
+    fail("unknown flag '" + extra.substr(0, extra.find('=')) + "'");
+  }
+  c.progress = !no_progress;
+  if (help) {
+    c.help = true;
+    return c;
   }
   if (!(c.lr > 0) || !std::isfinite(c.lr)) fail("--lr must be finite and > 0");
   if (!(c.momentum >= 0) || !std::isfinite(c.momentum)) fail("--momentum must be finite and >= 0");

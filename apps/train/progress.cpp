@@ -1,9 +1,12 @@
 #include "apps/train/progress.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace minidl::train {
 
@@ -15,6 +18,28 @@ std::string format_duration(double s) {
   else if (total >= 60) std::snprintf(buf, sizeof buf, "%dm%02ds", total / 60, total % 60);
   else std::snprintf(buf, sizeof buf, "%ds", total);
   return buf;
+}
+
+std::string fit_bar(const std::string& stats, double fraction, int columns) {
+  constexpr int kMaxBar = 24, kMinBar = 8;
+  const int usable = std::max(columns - 1, 1);  // the last column would wrap
+  const int room = usable - static_cast<int>(stats.size()) - 3;  // "[", "] "
+  if (room < kMinBar) return stats.substr(0, static_cast<size_t>(usable));
+  const int width = std::min(kMaxBar, room);
+  const int filled = static_cast<int>(width * std::clamp(fraction, 0.0, 1.0));
+  std::string bar(static_cast<size_t>(filled), '#');
+  bar.resize(static_cast<size_t>(width), '.');
+  return "[" + bar + "] " + stats;
+}
+
+int terminal_columns() {
+  winsize ws{};
+  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  if (const char* env = std::getenv("COLUMNS")) {
+    const int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  return 80;
 }
 
 Progress::Progress(bool enabled) : enabled_(enabled), tty_(isatty(STDOUT_FILENO) == 1), last_(std::chrono::steady_clock::now()) {}
@@ -35,11 +60,8 @@ void Progress::update(const StepStats& s) {
   const double since = std::chrono::duration<double>(now - last_).count();
   if (tty_) {
     if (since < 0.2 && s.step != s.steps) return;
-    const int width = 24;
-    const int filled = s.steps ? static_cast<int>(width * s.step / s.steps) : 0;
-    std::string bar(filled, '#');
-    bar.resize(width, '.');
-    std::printf("\r\033[K[%s] %s", bar.c_str(), line(s).c_str());
+    const double fraction = s.steps ? static_cast<double>(s.step) / static_cast<double>(s.steps) : 0.0;
+    std::printf("\r\033[K%s", fit_bar(line(s), fraction, terminal_columns()).c_str());
     std::fflush(stdout);
     drawn_ = true;
   } else {

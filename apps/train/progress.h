@@ -15,6 +15,14 @@ struct StepStats {
   int64_t skipped = 0;
 };
 
+// The live bar's text for a terminal `columns` wide: "[####....] epoch 1/3 step ...", never
+// reaching the last column (a line that does would wrap and leave a stale copy behind at every
+// redraw). The bar narrows first, then goes, then the text is cut.
+std::string fit_bar(const std::string& stats, double fraction, int columns);
+
+// The terminal's width: TIOCGWINSZ on stdout, else $COLUMNS, else 80.
+int terminal_columns();
+
 class Progress {
  public:
   explicit Progress(bool enabled);

@@ -11,13 +11,15 @@
 
 namespace minidl::train {
 
-std::string epoch_line(const EpochMetrics& m, int64_t epochs) {
+std::string epoch_line(const EpochMetrics& m, int64_t epochs, bool with_scaler) {
   char buf[320];
-  std::snprintf(buf, sizeof buf,
-                "EPOCH %lld/%lld train_loss=%.4f train_acc=%.4f test_loss=%.4f test_acc=%.4f lr=%.5g "
-                "samples_per_s=%.0f epoch_s=%.2f scale=%.6g skipped=%lld",
-                (long long)m.epoch, (long long)epochs, m.train_loss, m.train_accuracy, m.test_loss, m.test_accuracy, m.lr,
-                m.samples_per_s, m.epoch_s, m.scale, (long long)m.skipped);
+  int n = std::snprintf(buf, sizeof buf,
+                        "EPOCH %lld/%lld train_loss=%.4f train_acc=%.4f test_loss=%.4f test_acc=%.4f lr=%.5g "
+                        "samples_per_s=%.0f epoch_s=%.2f",
+                        (long long)m.epoch, (long long)epochs, m.train_loss, m.train_accuracy, m.test_loss, m.test_accuracy,
+                        m.lr, m.samples_per_s, m.epoch_s);
+  if (with_scaler && n > 0 && n < static_cast<int>(sizeof buf))
+    std::snprintf(buf + n, sizeof buf - n, " scale=%.6g skipped=%lld", m.scale, (long long)m.skipped);
   return buf;
 }
 
@@ -33,6 +35,7 @@ Json to_json(const EpochMetrics& m) {
   j["epoch_s"] = m.epoch_s;
   j["scale"] = m.scale;
   j["skipped"] = m.skipped;
+  j["end_step"] = m.end_step;
   return j;
 }
 
@@ -48,6 +51,7 @@ EpochMetrics epoch_from_json(const Json& j) {
   m.epoch_s = j.at("epoch_s").as_double();
   m.scale = j.at("scale").as_double();
   m.skipped = j.at("skipped").as_int();
+  if (j.contains("end_step")) m.end_step = j.at("end_step").as_int();
   return m;
 }
 
@@ -56,50 +60,10 @@ void write_text(const std::string& path, const std::string& text) {
   write_file_atomically(path, [&](const ByteSink& sink) { sink(text.data(), text.size()); });
 }
 
-// One polyline per series over epochs, scaled into a panel.
-void panel(std::ostringstream& os, double x0, double y0, double w, double h, const std::string& title,
-           const std::vector<std::pair<std::string, std::vector<double>>>& series, const char* const* colors) {
-  double lo = 1e300, hi = -1e300;
-  size_t n = 0;
-  for (auto& [name, v] : series)
-    for (double y : v) { lo = std::min(lo, y); hi = std::max(hi, y); n = std::max(n, v.size()); }
-  if (n == 0) return;
-  if (hi - lo < 1e-12) { hi += 0.5; lo -= 0.5; }
-  os << "<rect x='" << x0 << "' y='" << y0 << "' width='" << w << "' height='" << h << "' fill='none' stroke='#999'/>\n";
-  os << "<text x='" << x0 + 4 << "' y='" << y0 - 6 << "' font-size='13'>" << title << " (" << lo << " .. " << hi << ")</text>\n";
-  for (size_t s = 0; s < series.size(); ++s) {
-    const auto& v = series[s].second;
-    os << "<polyline fill='none' stroke='" << colors[s] << "' stroke-width='2' points='";
-    for (size_t i = 0; i < v.size(); ++i) {
-      double x = x0 + (n == 1 ? w / 2 : w * i / (n - 1));
-      double y = y0 + h - h * (v[i] - lo) / (hi - lo);
-      os << x << ',' << y << ' ';
-    }
-    os << "'/>\n<text x='" << x0 + w - 90 << "' y='" << y0 + 16 + 14 * s << "' font-size='12' fill='" << colors[s] << "'>"
-       << series[s].first << "</text>\n";
-  }
-}
 }  // namespace
 
-std::string curves_svg(const std::vector<EpochMetrics>& h) {
-  std::vector<double> trl, tel, tra, tea;
-  for (const auto& m : h) {
-    trl.push_back(m.train_loss);
-    tel.push_back(m.test_loss);
-    tra.push_back(m.train_accuracy);
-    tea.push_back(m.test_accuracy);
-  }
-  static const char* colors[] = {"#1f77b4", "#d62728"};
-  std::ostringstream os;
-  os << "<svg xmlns='http://www.w3.org/2000/svg' width='760' height='300' font-family='sans-serif'>\n"
-     << "<rect width='100%' height='100%' fill='white'/>\n";
-  panel(os, 30, 40, 320, 220, "loss per epoch", {{"train", trl}, {"test", tel}}, colors);
-  panel(os, 410, 40, 320, 220, "accuracy per epoch", {{"train", tra}, {"test", tea}}, colors);
-  os << "</svg>\n";
-  return os.str();
-}
-
-void write_metrics(const std::string& csv_path, const std::vector<EpochMetrics>& history) {
+void write_metrics(const std::string& csv_path, const std::vector<EpochMetrics>& history,
+                   const std::vector<StepLoss>& steps) {
   std::ostringstream os;
   os << "epoch,train_loss,train_accuracy,test_loss,test_accuracy,lr,samples_per_s,epoch_s,scale,skipped\n";
   for (const auto& m : history)
@@ -109,7 +73,7 @@ void write_metrics(const std::string& csv_path, const std::vector<EpochMetrics>&
   std::string svg = csv_path;
   auto dot = svg.rfind('.');
   svg = (dot == std::string::npos ? svg : svg.substr(0, dot)) + ".svg";
-  write_text(svg, curves_svg(history));
+  write_text(svg, curves_svg(history, steps));
 }
 
 double peak_rss_mb() {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <vector>
 
 #include "framework/cuda.h"
@@ -13,6 +14,7 @@
 #include "framework/cuda/caching_allocator.h"
 #include "framework/cuda/check.h"
 #include "framework/cuda/runtime.h"
+#include "framework/warning.h"
 
 namespace minidl::cuda {
 
@@ -148,7 +150,9 @@ class DeviceCachingAllocator final : public Allocator {
     if (!p) return;
     for (auto& c : cores_)
       if (c->deallocate(p)) return;
-    std::fprintf(stderr, "minidl: cuda allocator: freeing %p, which it did not allocate (ignored)\n", p);
+    std::ostringstream os;
+    os << "cuda allocator: freeing " << p << ", which it did not allocate (ignored)";
+    warn(os.str());
   }
 
   CachingAllocatorCore& core(int device) {

@@ -6,7 +6,8 @@
 // worker, another process); see bench/README.md. Small products run on the calling thread.
 // Operands may be transposed views: any 2-D slice with a unit stride on one dim maps straight onto
 // Eigen without a copy. f16/bf16 operands are widened to f32 (F16C / shifts), multiplied in f32 and
-// narrowed once: Eigen::half arithmetic is ~300x slower than this.
+// narrowed once: Eigen::half arithmetic is ~300x slower than this. Integer operands (i64, i32, u8)
+// run Eigen's generic kernel in their own type: exact, as PyTorch's CPU mm.
 #include <Eigen/Core>
 #include <algorithm>
 #include <vector>
@@ -167,13 +168,18 @@ void gemm(const Tensor& c, const Tensor& a, const Tensor& b, double alpha, doubl
       c.copy_(c32);
       return;
     }
-    default: MINIDL_FAIL("gemm", "expected a floating dtype, got ", dtype_name(a.dtype()));
+    // Integers multiply exactly in their own type (wrapping on overflow, as PyTorch's CPU mm).
+    case DType::I64: return gemm_native<int64_t>(c, a, b, alpha, beta);
+    case DType::I32: return gemm_native<int32_t>(c, a, b, alpha, beta);
+    case DType::U8: return gemm_native<uint8_t>(c, a, b, alpha, beta);
+    default: MINIDL_FAIL("gemm", "expected a floating or integer dtype, got ", dtype_name(a.dtype()));
   }
 }
 }  // namespace
 
 void register_gemm(Registry& r) {
-  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16}) r.gemm.set(DeviceType::CPU, t, gemm);
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64, DType::I32, DType::U8})
+    r.gemm.set(DeviceType::CPU, t, gemm);
 }
 
 }  // namespace minidl::kernels::cpu

@@ -1,0 +1,17 @@
+# Compiles SOURCE (cmake -P, with CXX and the include folders in INCLUDES, ;-separated) and passes
+# when the compiler refuses it with exactly one error that contains MESSAGE.
+set(args -std=c++20 -fsyntax-only)
+foreach(dir ${INCLUDES})
+  list(APPEND args -I${dir})
+endforeach()
+execute_process(COMMAND ${CXX} ${args} ${SOURCE} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(all "${out}${err}")
+if(rc EQUAL 0)
+  message(FATAL_ERROR "${SOURCE} compiled, but must not")
+endif()
+string(REGEX MATCHALL "error:" errors "${all}")
+list(LENGTH errors count)
+string(FIND "${all}" "${MESSAGE}" at)
+if(NOT count EQUAL 1 OR at EQUAL -1)
+  message(FATAL_ERROR "expected one error saying '${MESSAGE}', got ${count}:\n${all}")
+endif()
