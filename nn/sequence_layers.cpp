@@ -12,6 +12,11 @@ namespace minidl::nn {
 
 namespace {
 std::string affine_str(bool affine) { return affine ? ", affine)" : ")"; }
+// A normalization's affine parameters start as the identity: weight 1, bias 0 (either may be absent).
+void reset_affine(const Tensor& weight, const Tensor& bias) {
+  if (weight.defined()) init::ones_(weight);
+  if (bias.defined()) init::zeros_(bias);
+}
 }  // namespace
 
 LayerNorm::LayerNorm(const LayerNormOptions& o) : options(o) {
@@ -23,10 +28,7 @@ LayerNorm::LayerNorm(const LayerNormOptions& o) : options(o) {
   reset_parameters();
 }
 
-void LayerNorm::reset_parameters() {
-  if (weight.defined()) init::ones_(weight);
-  if (bias.defined()) init::zeros_(bias);
-}
+void LayerNorm::reset_parameters() { reset_affine(weight, bias); }
 
 Tensor LayerNorm::forward(const Tensor& x) {
   auto scope = forward_scope();
@@ -48,10 +50,7 @@ GroupNorm::GroupNorm(const GroupNormOptions& o) : options(o) {
   reset_parameters();
 }
 
-void GroupNorm::reset_parameters() {
-  if (weight.defined()) init::ones_(weight);
-  if (bias.defined()) init::zeros_(bias);
-}
+void GroupNorm::reset_parameters() { reset_affine(weight, bias); }
 
 Tensor GroupNorm::forward(const Tensor& x) {
   auto scope = forward_scope();
@@ -69,9 +68,7 @@ RMSNorm::RMSNorm(const RMSNormOptions& o) : options(o) {
   reset_parameters();
 }
 
-void RMSNorm::reset_parameters() {
-  if (weight.defined()) init::ones_(weight);
-}
+void RMSNorm::reset_parameters() { reset_affine(weight, Tensor()); }
 
 Tensor RMSNorm::forward(const Tensor& x) {
   auto scope = forward_scope();
