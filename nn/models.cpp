@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "framework/error.h"
+#include "nn/vit.h"
 #include "ops/ops.h"
 
 namespace minidl::nn::models {
@@ -123,13 +124,14 @@ Tensor ResNet20::forward(const Tensor& x) {
   return head_->forward(h);
 }
 
-std::vector<std::string> model_names() { return {"mlp", "lenet", "cnn", "resnet20"}; }
+std::vector<std::string> model_names() { return {"mlp", "lenet", "cnn", "resnet20", "vit"}; }
 
 std::shared_ptr<Layer> make_model(const std::string& name) {
   if (name == "mlp") return std::make_shared<MLP>(784, std::vector<int64_t>{256, 256}, 10);
   if (name == "lenet") return std::make_shared<LeNet5>();
   if (name == "cnn") return std::make_shared<SmallCNN>();
   if (name == "resnet20") return std::make_shared<ResNet20>();
+  if (name == "vit") return std::make_shared<ViT>();
   std::string known;
   for (const auto& n : model_names()) known += (known.empty() ? "" : ", ") + n;
   MINIDL_FAIL("make_model", "unknown model '", name, "' (known: ", known, ")");

@@ -76,7 +76,8 @@ class ResNet20 : public Layer {
   std::shared_ptr<Linear> head_;
 };
 
-// Builds a zoo model by name: "mlp" (784-256-256-10), "lenet", "cnn" (SmallCNN), "resnet20".
+// Builds a zoo model by name: "mlp" (784-256-256-10), "lenet", "cnn" (SmallCNN), "resnet20", "vit"
+// (nn/vit.h: 7x7 patches of 28x28 images, dim 64, 3 pre-norm encoder layers, 4 heads).
 // Throws naming the unknown model and the known ones.
 std::shared_ptr<Layer> make_model(const std::string& name);
 std::vector<std::string> model_names();

@@ -11,5 +11,7 @@
 #include "nn/linear.h"
 #include "nn/loss.h"
 #include "nn/module.h"
+#include "nn/sequence_layers.h"
 #include "nn/serialize.h"
 #include "nn/shape_layers.h"
+#include "nn/transformer.h"

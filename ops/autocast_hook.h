@@ -67,4 +67,6 @@ std::vector<const amp::OpPolicy*> reduce_policies();
 std::vector<const amp::OpPolicy*> join_policies();
 std::vector<const amp::OpPolicy*> pool_policies();
 std::vector<const amp::OpPolicy*> batch_norm_policies();
+std::vector<const amp::OpPolicy*> norm_policies();
+std::vector<const amp::OpPolicy*> attention_policies();
 }  // namespace minidl::ops_detail

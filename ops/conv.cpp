@@ -11,6 +11,7 @@
 // F (+ b[o]), into Bi (conv_transpose2d's + b[c]) and into Bw (gb = sum of gy over N, H, W).
 #include "ops/common.h"
 #include "ops/nn_ops.h"
+#include "ops/sequence_ops.h"
 #include "ops/window_args.h"
 
 namespace minidl {
@@ -24,9 +25,10 @@ namespace {
 using P = amp::CastPolicy;
 const amp::OpPolicy kConv2d{"conv2d", P::LowerPrecision, P::LowerPrecision};
 const amp::OpPolicy kConvTranspose2d{"conv_transpose2d", P::LowerPrecision, P::LowerPrecision};
+const amp::OpPolicy kConv1d{"conv1d", P::LowerPrecision, P::LowerPrecision};
 }  // namespace
 
-std::vector<const amp::OpPolicy*> ops_detail::conv_policies() { return {&kConv2d, &kConvTranspose2d}; }
+std::vector<const amp::OpPolicy*> ops_detail::conv_policies() { return {&kConv2d, &kConvTranspose2d, &kConv1d}; }
 
 namespace {
 
@@ -163,6 +165,22 @@ Tensor conv2d_impl(const Tensor& x_in, const Tensor& w, const Tensor& b, Size2 s
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2 stride, Size2 padding, Size2 dilation, int64_t groups) {
   amp::AutocastInputs in(kConv2d, {x, w, b});
   return conv2d_impl(in[0], in[1], in[2], stride, padding, padding, dilation, groups);
+}
+
+// conv1d is conv2d over a height of 1 (a 1-row kernel, stride/padding/dilation 1/0/1 in height):
+// the same kernels, so it is exact and has every order of gradient that conv2d has.
+Tensor conv1d(const Tensor& x_arg, const Tensor& w_arg, const Tensor& b_arg, int64_t stride, int64_t padding,
+              int64_t dilation, int64_t groups) {
+  amp::AutocastInputs in(kConv1d, {x_arg, w_arg, b_arg});
+  const Tensor &x = in[0], &w = in[1], &b = in[2];
+  const char* op = "conv1d";
+  check_defined(x, op, "input");
+  check_defined(w, op, "weight");
+  MINIDL_CHECK(x.dim() == 2 || x.dim() == 3, op, "expected 2-D (unbatched) or 3-D (batched) input, but got input of size ",
+               size_str(x));
+  MINIDL_CHECK(w.dim() == 3, op, "expected a 3-D weight [out, in/groups, k], but got weight of size ", size_str(w));
+  return conv2d_impl(x.unsqueeze(-2), w.unsqueeze(2), b, {1, stride}, {0, padding}, {0, padding}, {1, dilation}, groups)
+      .squeeze(-2);
 }
 
 Tensor conv2d(const Tensor& x_arg, const Tensor& w_arg, const Tensor& b_arg, Size2 stride, ConvPadding padding,

@@ -1,7 +1,9 @@
 // The optim layer in one include: Optimizer with param groups and state dicts, SGD, Adam, AdamW,
-// and the learning-rate schedules.
+// RMSprop, Adagrad, the learning-rate schedules and ReduceLROnPlateau.
 #pragma once
 #include "optim/adam.h"
 #include "optim/optimizer.h"
+#include "optim/plateau.h"
+#include "optim/adaptive.h"
 #include "optim/scheduler.h"
 #include "optim/sgd.h"

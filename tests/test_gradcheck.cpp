@@ -206,6 +206,24 @@ const std::vector<GradCase> kCases = {
   {.name = "contiguous", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(x[0].t().contiguous()); }},
   {.name = "clone", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(x[0].clone()); }},
   {.name = "views then matmul", .shapes = {{4, 6}}, .fn = [](const TL& x) { return mm(x[0].slice(1, 0, 6, 2), x[0].narrow(0, 1, 3)); }},
+  // ---- sequence-model layers (ops/sequence_ops.h)
+  {.name = "layer_norm affine", .shapes = {{2, 3, 4}, {4}, {4}}, .fn = [](const TL& x) { return layer_norm(x[0], {4}, x[1], x[2]); }},
+  {.name = "layer_norm over 2 dims, no affine", .shapes = {{2, 3, 4}}, .fn = [](const TL& x) { return layer_norm(x[0], {3, 4}); }},
+  {.name = "group_norm affine", .shapes = {{2, 4, 3}, {4}, {4}}, .fn = [](const TL& x) { return group_norm(x[0], 2, x[1], x[2]); }},
+  {.name = "group_norm 4-D, one group", .shapes = {{2, 3, 2, 2}}, .fn = [](const TL& x) { return group_norm(x[0], 1); }},
+  {.name = "rms_norm weight", .shapes = {{3, 4}, {4}}, .fn = [](const TL& x) { return rms_norm(x[0], {4}, x[1], 1e-6); }},
+  {.name = "embedding repeated rows", .shapes = {{5, 3}}, .fn = [](const TL& x) {
+     return sq(embedding(from_vector<int64_t>({1, 4, 1, 0, 4, 4}, {2, 3}).to(x[0].device()), x[0])); }},
+  {.name = "conv1d stride pad", .shapes = {{2, 2, 6}, {3, 2, 3}, {3}}, .fn = [](const TL& x) { return sq(conv1d(x[0], x[1], x[2], 2, 1)); }},
+  {.name = "conv1d groups dilation", .shapes = {{1, 4, 7}, {4, 2, 2}}, .fn = [](const TL& x) { return sq(conv1d(x[0], x[1], Tensor(), 1, 0, 2, 2)); }},
+  {.name = "sdpa", .shapes = {{2, 3, 4}, {2, 5, 4}, {2, 5, 2}}, .fn = [](const TL& x) { return scaled_dot_product_attention(x[0], x[1], x[2]); }},
+  {.name = "sdpa causal, scale", .shapes = {{1, 2, 4, 3}, {1, 2, 4, 3}, {1, 2, 4, 3}}, .fn = [](const TL& x) {
+     return scaled_dot_product_attention(x[0], x[1], x[2], AttentionOptions().causal(true).with_scale(0.7)); }},
+  {.name = "sdpa float mask", .shapes = {{2, 3, 4}, {2, 3, 4}, {2, 3, 4}, {3, 3}}, .fn = [](const TL& x) {
+     return scaled_dot_product_attention(x[0], x[1], x[2], AttentionOptions().mask(x[3])); }},
+  {.name = "sdpa bool mask", .shapes = {{3, 4}, {2, 4}, {2, 3}}, .fn = [](const TL& x) {
+     Tensor keep = from_vector<bool>({true, false, true, true, false, true}, {3, 2}).to(x[0].device());
+     return scaled_dot_product_attention(x[0], x[1], x[2], AttentionOptions().mask(keep)); }},
 };
 // clang-format on
 

@@ -2,6 +2,8 @@
 // running statistics, autocast output dtypes, and a training step that lowers the loss.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "minidl.h"
 
 using namespace minidl;
@@ -20,6 +22,7 @@ TEST_CASE("zoo models produce class scores of the right shape", "[models]") {
   CHECK(nn::models::make_model("lenet")->forward(zeros({2, 1, 28, 28})).shape() == Shape{2, 10});
   CHECK(nn::models::make_model("cnn")->forward(zeros({2, 3, 32, 32})).shape() == Shape{2, 10});
   CHECK(nn::models::make_model("resnet20")->forward(zeros({2, 3, 32, 32})).shape() == Shape{2, 10});
+  CHECK(nn::models::make_model("vit")->forward(zeros({2, 1, 28, 28})).shape() == Shape{2, 10});
   CHECK_THROWS_WITH(nn::models::make_model("vgg99"), Catch::Contains("unknown model 'vgg99'") && Catch::Contains("resnet20"));
 }
 
@@ -31,6 +34,13 @@ TEST_CASE("parameter counts match the architectures", "[models]") {
   const int64_t r = count_params(*nn::models::make_model("resnet20"));
   CHECK(r > 260000);
   CHECK(r < 290000);
+  // ViT: patch conv 3,200 + class token 64 + positions 17*64 + 3 layers * 33,472 (in_proj 12,480,
+  // out_proj 4,160, linear1 8,320, linear2 8,256, two norms 256) + norm 128 + head 650.
+  auto vit = nn::models::make_model("vit");
+  CHECK(count_params(*vit) == 105546);
+  const auto names = vit->state_dict().keys();
+  CHECK(std::find(names.begin(), names.end(), "encoder.2.self_attn.out_proj.weight") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "encoder.0.norm1.bias") != names.end());
 }
 
 TEST_CASE("Conv2d module matches conv2d with PyTorch's init bounds", "[models][conv]") {
@@ -66,15 +76,16 @@ TEST_CASE("CNNs under bf16 autocast compute in bf16 and return bf16 scores", "[m
   amp::autocast scope(DeviceType::CPU);
   CHECK(lenet->forward(zeros({2, 1, 28, 28})).dtype() == DType::BF16);
   CHECK(cnn->forward(zeros({2, 3, 32, 32})).dtype() == DType::BF16);
+  CHECK(nn::models::make_model("vit")->forward(zeros({2, 1, 28, 28})).dtype() == DType::BF16);
   for (const Tensor& p : cnn->parameters()) CHECK(p.dtype() == DType::F32);  // parameters stay f32
 }
 
-TEST_CASE("a few SGD steps lower the loss of each CNN on a fixed batch", "[models][training]") {
-  for (const char* name : {"lenet", "cnn", "resnet20"}) {
+TEST_CASE("a few SGD steps lower the loss of each CNN and the ViT on a fixed batch", "[models][training]") {
+  for (const char* name : {"lenet", "cnn", "resnet20", "vit"}) {
     INFO(name);
     manual_seed(3);
     auto model = nn::models::make_model(name);
-    const bool mnist = std::string(name) == "lenet";
+    const bool mnist = std::string(name) == "lenet" || std::string(name) == "vit";
     Tensor x = randn(mnist ? Shape{8, 1, 28, 28} : Shape{8, 3, 32, 32});
     Tensor y = randint(0, 10, {8});
     optim::SGD opt(model->parameters(), optim::SGDOptions(0.05).momentum(0.9));

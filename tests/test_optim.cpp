@@ -103,7 +103,134 @@ void compare_three_steps(Tensor param, Opt& opt, Ref& ref, double tol, bool stri
   }
 }
 
+// torch.optim.RMSprop, single-tensor form.
+struct RmspropRef {
+  double lr, alpha, eps, weight_decay, momentum;
+  bool centered, maximize;
+  Vec sq, gavg, buf;
+  void step(Vec& p, Vec g) {
+    if (sq.empty()) sq.assign(p.size(), 0.0), gavg.assign(p.size(), 0.0), buf.assign(p.size(), 0.0);
+    for (size_t i = 0; i < p.size(); ++i) {
+      if (maximize) g[i] = -g[i];
+      if (weight_decay != 0) g[i] += weight_decay * p[i];
+      sq[i] = alpha * sq[i] + (1 - alpha) * g[i] * g[i];
+      double avg;
+      if (centered) {
+        gavg[i] += (g[i] - gavg[i]) * (1 - alpha);
+        avg = std::sqrt(sq[i] - gavg[i] * gavg[i]) + eps;
+      } else {
+        avg = std::sqrt(sq[i]) + eps;
+      }
+      if (momentum > 0) {
+        buf[i] = momentum * buf[i] + g[i] / avg;
+        p[i] -= lr * buf[i];
+      } else {
+        p[i] -= lr * g[i] / avg;
+      }
+    }
+  }
+};
+
+// torch.optim.Adagrad, single-tensor form.
+struct AdagradRef {
+  double lr, lr_decay, weight_decay, init, eps;
+  bool maximize;
+  Vec sum;
+  int step_n = 0;
+  void step(Vec& p, Vec g) {
+    if (sum.empty()) sum.assign(p.size(), init);
+    ++step_n;
+    const double clr = lr / (1 + (step_n - 1) * lr_decay);
+    for (size_t i = 0; i < p.size(); ++i) {
+      if (maximize) g[i] = -g[i];
+      if (weight_decay != 0) g[i] += weight_decay * p[i];
+      sum[i] += g[i] * g[i];
+      p[i] -= clr * g[i] / (std::sqrt(sum[i]) + eps);
+    }
+  }
+};
+
 }  // namespace
+
+TEST_CASE("RMSprop and Adagrad match torch.optim for three steps, with PyTorch's defaults", "[optim][rmsprop][adagrad]") {
+  const RMSpropOptions d;
+  CHECK((d.lr_ == 1e-2 && d.alpha_ == 0.99 && d.eps_ == 1e-8 && d.momentum_ == 0 && !d.centered_));
+  const AdagradOptions a;
+  CHECK((a.lr_ == 1e-2 && a.lr_decay_ == 0 && a.eps_ == 1e-10 && a.initial_accumulator_value_ == 0));
+  for (const RMSpropOptions& o : {RMSpropOptions(0.01), RMSpropOptions(0.01).momentum(0.9),
+                                  RMSpropOptions(0.02).centered(true).alpha(0.9),
+                                  RMSpropOptions(0.01).centered(true).momentum(0.5).weight_decay(0.1).maximize(true)}) {
+    for (DType dt : {DType::F64, DType::F32}) {
+      INFO("RMSprop momentum " << o.momentum_ << " centered " << o.centered_ << " " << dtype_name(dt));
+      Tensor param = make_param(dt);
+      RMSprop opt({param}, o);
+      RmspropRef ref{o.lr_, o.alpha_, o.eps_, o.weight_decay_, o.momentum_, o.centered_, o.maximize_, {}, {}, {}};
+      compare_three_steps(param, opt, ref, dt == DType::F64 ? 1e-13 : 2e-6);
+      CHECK(opt.state(param).buffers.contains("square_avg"));
+      CHECK(opt.state(param).buffers.contains("momentum_buffer") == (o.momentum_ > 0));
+      CHECK(opt.state(param).buffers.contains("grad_avg") == o.centered_);
+    }
+  }
+  for (const AdagradOptions& o : {AdagradOptions(0.1), AdagradOptions(0.1).lr_decay(0.1).initial_accumulator_value(0.5),
+                                  AdagradOptions(0.05).weight_decay(0.2).maximize(true)}) {
+    for (DType dt : {DType::F64, DType::F32}) {
+      INFO("Adagrad lr_decay " << o.lr_decay_ << " " << dtype_name(dt));
+      Tensor param = make_param(dt);
+      Adagrad opt({param}, o);
+      // The accumulator exists from construction, as PyTorch's.
+      REQUIRE(opt.has_state(param));
+      CHECK(opt.state(param).buffers.at("sum").to_vector<double>() == Vec(kInit.size(), o.initial_accumulator_value_));
+      AdagradRef ref{o.lr_, o.lr_decay_, o.weight_decay_, o.initial_accumulator_value_, o.eps_, o.maximize_, {}};
+      compare_three_steps(param, opt, ref, dt == DType::F64 ? 1e-13 : 2e-6);
+    }
+  }
+  Tensor p = make_param(DType::F32);
+  CHECK_THROWS_WITH(RMSprop({p}, RMSpropOptions(0.1).alpha(-1)), Catch::Contains("Invalid alpha value"));
+  CHECK_THROWS_WITH(Adagrad({p}, AdagradOptions(0.1).lr_decay(-1)), Catch::Contains("Invalid lr_decay value"));
+}
+
+TEST_CASE("ReduceLROnPlateau follows PyTorch's patience, threshold, cooldown and min_lr", "[optim][plateau]") {
+  Tensor p = from_vector<float>({1.0f}).requires_grad_();
+  Tensor q = from_vector<float>({1.0f}).requires_grad_();
+  SGD opt({ParamGroup({p}), ParamGroup({q}, SGDOptions(0.5))}, SGDOptions(1.0));
+  ReduceLROnPlateau plateau(opt, PlateauOptions().patience(1).factor(0.5).cooldown(1).min_lr({0.3, 0.0}));
+  // Worked by hand from torch's step(): improvement resets the bad count; more than `patience` bad
+  // steps reduce (not below min_lr), then `cooldown` steps ignore bad steps.
+  struct Row { double metric; double lr0, lr1; int64_t bad; };
+  const std::vector<Row> rows = {
+      {1.0, 1.0, 0.5, 0},     // best = 1
+      {1.0, 1.0, 0.5, 1},     // not better (relative threshold 1e-4)
+      {0.99995, 0.5, 0.25, 0},  // 0.99995 > 1 * (1 - 1e-4): still bad -> 2 bad > patience: reduce, cooldown 1
+      {2.0, 0.5, 0.25, 0},    // bad, but in cooldown: ignored
+      {2.0, 0.5, 0.25, 1},    // bad 1
+      {2.0, 0.3, 0.125, 0},   // bad 2: reduce; group 0 stops at min_lr 0.3
+      {0.5, 0.3, 0.125, 0},   // better (cooldown eats nothing: count already 0)
+  };
+  for (size_t i = 0; i < rows.size(); ++i) {
+    INFO("step " << i);
+    plateau.step(rows[i].metric);
+    CHECK(opt.param_groups()[0].lr() == Approx(rows[i].lr0));
+    CHECK(opt.param_groups()[1].lr() == Approx(rows[i].lr1));
+    CHECK(plateau.num_bad_epochs() == rows[i].bad);
+  }
+  CHECK(plateau.best() == 0.5);
+  // State dict round trip; mode max with an absolute threshold.
+  ReduceLROnPlateau copy(opt, PlateauOptions().patience(1).factor(0.5).cooldown(1).min_lr({0.3, 0.0}));
+  copy.load_state_dict(plateau.state_dict());
+  CHECK(copy.best() == 0.5);
+  CHECK(copy.last_epoch() == 7);
+  Tensor r = from_vector<float>({1.0f}).requires_grad_();
+  SGD opt2({r}, SGDOptions(1.0));
+  ReduceLROnPlateau up(opt2, PlateauOptions().mode(PlateauMode::Max).threshold(0.1).threshold_mode(ThresholdMode::Absolute).patience(0));
+  CHECK(up.state_dict().find("best") == nullptr);  // infinite before the first step
+  up.step(1.0);
+  up.step(1.05);  // not above 1.0 + 0.1: bad, patience 0 -> reduce
+  CHECK(opt2.param_groups()[0].lr() == Approx(0.1));
+  up.step(1.2);  // better
+  CHECK(opt2.param_groups()[0].lr() == Approx(0.1));
+  CHECK(up.best() == 1.2);
+  CHECK_THROWS_WITH(ReduceLROnPlateau(opt2, PlateauOptions().factor(1.0)), Catch::Contains("Factor should be < 1.0"));
+}
 
 TEST_CASE("SGD matches torch.optim.SGD for three steps", "[optim][sgd]") {
   struct Case {
@@ -350,6 +477,13 @@ TEST_CASE("optimizer state dicts round-trip and training continues identically",
     check_resume<Adam>(AdamOptions(0.05).amsgrad(true).betas({0.8, 0.95}), through_file);
   }
   SECTION("AdamW") { check_resume<AdamW>(AdamWOptions(0.05), through_file); }
+  SECTION("RMSprop centered with momentum") {
+    check_resume<RMSprop>(RMSpropOptions(0.01).centered(true).momentum(0.9), same);
+    check_resume<RMSprop>(RMSpropOptions(0.01).centered(true).momentum(0.9).weight_decay(0.1), through_file);
+  }
+  SECTION("Adagrad with lr decay") {
+    check_resume<Adagrad>(AdagradOptions(0.1).lr_decay(0.05).initial_accumulator_value(0.2), through_file);
+  }
   std::filesystem::remove(path);
 }
 

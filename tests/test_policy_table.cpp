@@ -54,6 +54,10 @@ const std::map<std::string, std::function<void()>>& op_calls() {
       {"avg_pool2d", [] { avg_pool2d(rand_t({1, 1, 4, 4}), {2, 2}); }},
       {"adaptive_avg_pool2d", [] { adaptive_avg_pool2d(rand_t({1, 1, 4, 4}), {1, 1}); }},
       {"batch_norm", [] { batch_norm(rand_t({2, 3, 2, 2}), Tensor(), Tensor(), rand_t({3}), rand_t({3}), true); }},
+      {"layer_norm", [] { layer_norm(rand_t({2, 3}), {3}, rand_t({3}), rand_t({3})); }},
+      {"group_norm", [] { group_norm(rand_t({2, 4, 2}), 2, rand_t({4}), rand_t({4})); }},
+      {"conv1d", [] { conv1d(rand_t({1, 1, 4}), rand_t({1, 1, 3}), rand_t({1})); }},
+      {"scaled_dot_product_attention", [] { scaled_dot_product_attention(rand_t({2, 3}), rand_t({2, 3}), rand_t({2, 3})); }},
   };
   return calls;
 }
@@ -86,8 +90,8 @@ TEST_CASE("an op that does not consult autocast has no row and cannot be overrid
   CHECK(amp::policy_for("relu", DeviceType::CPU) == amp::CastPolicy::None);
   CHECK_THROWS_WITH(amp::set_policy("relu", DeviceType::CPU, amp::CastPolicy::FP32),
                     Catch::Contains("'relu' does not consult autocast"));
-  CHECK_THROWS_WITH(amp::set_policy("layer_norm", DeviceType::CUDA, amp::CastPolicy::FP32),
-                    Catch::Contains("'layer_norm' does not consult autocast"));
+  CHECK_THROWS_WITH(amp::set_policy("embedding", DeviceType::CUDA, amp::CastPolicy::FP32),
+                    Catch::Contains("'embedding' does not consult autocast"));
 }
 
 TEST_CASE("every OpPolicy declared in the op families is a row, and every consulting call names one", "[amp]") {

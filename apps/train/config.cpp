@@ -79,7 +79,7 @@ std::string usage() {
 Trains a model on MNIST, Fashion-MNIST or CIFAR-10 and prints progress, one EPOCH line per epoch and
 a JSON summary as the last line of stdout.
 
-  --model NAME          mlp (784-256-256-10), lenet, cnn, resnet20        [mlp]
+  --model NAME          mlp (784-256-256-10), lenet, cnn, resnet20, vit   [mlp]
   --dataset NAME        fashion-mnist, mnist, cifar10                      [fashion-mnist]
   --data DIR            data folder (IDX files, or CIFAR-10 binary batches) [data/<dataset>]
   --epochs N            passes over the training set                       [3]
@@ -127,7 +127,7 @@ Config parse_flags(const std::vector<std::string>& args) {
   Config c;
   bool data_set = false;
   std::map<std::string, std::function<void(const std::string&)>> flags = {
-      {"--model", [&](const std::string& v) { one_of("--model", v, {"mlp", "lenet", "cnn", "resnet20"}); c.model = v; }},
+      {"--model", [&](const std::string& v) { one_of("--model", v, {"mlp", "lenet", "cnn", "resnet20", "vit"}); c.model = v; }},
       {"--dataset", [&](const std::string& v) { one_of("--dataset", v, {"fashion-mnist", "mnist", "cifar10"}); c.dataset = v; }},
       {"--data", [&](const std::string& v) { c.data = v; data_set = true; }},
       {"--epochs", [&](const std::string& v) { c.epochs = parse_int("--epochs", v, 1, kMaxEpochs); }},
@@ -188,7 +188,7 @@ Config parse_flags(const std::vector<std::string>& args) {
                                    {"--metrics", c.metrics}, {"--json", c.json}, {"--precision-report", c.precision_report}})
     check_writable(flag, path);
   const bool image28 = c.dataset != "cifar10";
-  if ((c.model == "mlp" || c.model == "lenet") && !image28) fail("--model " + c.model + " expects 28x28 images (mnist, fashion-mnist)");
+  if ((c.model == "mlp" || c.model == "lenet" || c.model == "vit") && !image28) fail("--model " + c.model + " expects 28x28 images (mnist, fashion-mnist)");
   if ((c.model == "cnn" || c.model == "resnet20") && image28) fail("--model " + c.model + " expects 3x32x32 images (--dataset cifar10)");
   if (!data_set) c.data = "data/" + c.dataset;
   return c;

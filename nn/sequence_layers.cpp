@@ -1,0 +1,145 @@
+// LayerNorm, GroupNorm, RMSNorm, Embedding and Conv1d modules.
+#include "nn/sequence_layers.h"
+
+#include <cmath>
+
+#include "framework/error.h"
+#include "framework/grad_mode.h"
+#include "nn/init.h"
+#include "ops/ops.h"
+
+namespace minidl::nn {
+
+namespace {
+std::string affine_str(bool affine) { return affine ? ", affine)" : ")"; }
+// A normalization's affine parameters start as the identity: weight 1, bias 0 (either may be absent).
+void reset_affine(const Tensor& weight, const Tensor& bias) {
+  if (weight.defined()) init::ones_(weight);
+  if (bias.defined()) init::zeros_(bias);
+}
+}  // namespace
+
+LayerNorm::LayerNorm(const LayerNormOptions& o) : options(o) {
+  MINIDL_CHECK(!o.normalized_shape.empty(), "LayerNorm", "normalized_shape must have at least one dimension");
+  if (o.elementwise_affine_) {
+    weight = register_parameter("weight", empty(o.normalized_shape));
+    if (o.bias_) bias = register_parameter("bias", empty(o.normalized_shape));
+  }
+  reset_parameters();
+}
+
+void LayerNorm::reset_parameters() { reset_affine(weight, bias); }
+
+Tensor LayerNorm::forward(const Tensor& x) {
+  auto scope = forward_scope();
+  return layer_norm(x, options.normalized_shape, weight, bias, options.eps_);
+}
+
+std::string LayerNorm::describe() const {
+  return detail::concat("LayerNorm(", shape_str(options.normalized_shape), ", eps=", options.eps_,
+                        affine_str(options.elementwise_affine_));
+}
+
+GroupNorm::GroupNorm(const GroupNormOptions& o) : options(o) {
+  MINIDL_CHECK(o.num_groups > 0 && o.num_channels % o.num_groups == 0, "GroupNorm",
+               "num_channels must be divisible by num_groups, got ", o.num_channels, " and ", o.num_groups);
+  if (o.affine_) {
+    weight = register_parameter("weight", empty({o.num_channels}));
+    bias = register_parameter("bias", empty({o.num_channels}));
+  }
+  reset_parameters();
+}
+
+void GroupNorm::reset_parameters() { reset_affine(weight, bias); }
+
+Tensor GroupNorm::forward(const Tensor& x) {
+  auto scope = forward_scope();
+  return group_norm(x, options.num_groups, weight, bias, options.eps_);
+}
+
+std::string GroupNorm::describe() const {
+  return detail::concat("GroupNorm(", options.num_groups, " groups, ", options.num_channels, " channels, eps=",
+                        options.eps_, affine_str(options.affine_));
+}
+
+RMSNorm::RMSNorm(const RMSNormOptions& o) : options(o) {
+  MINIDL_CHECK(!o.normalized_shape.empty(), "RMSNorm", "normalized_shape must have at least one dimension");
+  if (o.elementwise_affine_) weight = register_parameter("weight", empty(o.normalized_shape));
+  reset_parameters();
+}
+
+void RMSNorm::reset_parameters() { reset_affine(weight, Tensor()); }
+
+Tensor RMSNorm::forward(const Tensor& x) {
+  auto scope = forward_scope();
+  return rms_norm(x, options.normalized_shape, weight, options.eps_);
+}
+
+std::string RMSNorm::describe() const {
+  return detail::concat("RMSNorm(", shape_str(options.normalized_shape),
+                        options.eps_ ? ", eps=" + std::to_string(*options.eps_) : "", affine_str(options.elementwise_affine_));
+}
+
+Embedding::Embedding(const EmbeddingOptions& o, Generator* gen) : options(o) {
+  MINIDL_CHECK(o.num_embeddings > 0 && o.embedding_dim > 0, "Embedding", "sizes must be positive, got ",
+               o.num_embeddings, " x ", o.embedding_dim);
+  if (o.padding_idx_) {
+    MINIDL_CHECK(*o.padding_idx_ >= -o.num_embeddings && *o.padding_idx_ < o.num_embeddings, "Embedding",
+                 "padding_idx must be within num_embeddings, got ", *o.padding_idx_);
+    if (*options.padding_idx_ < 0) *options.padding_idx_ += o.num_embeddings;
+  }
+  weight = register_parameter("weight", empty({o.num_embeddings, o.embedding_dim}));
+  reset_parameters(gen);
+}
+
+void Embedding::reset_parameters(Generator* gen) {
+  init::normal_(weight, 0.0, 1.0, gen);
+  if (options.padding_idx_) {
+    NoGradGuard ng;
+    weight.select(0, *options.padding_idx_).zero_();
+  }
+}
+
+Tensor Embedding::forward(const Tensor& indices) {
+  auto scope = forward_scope();
+  return embedding(indices, weight, options.padding_idx_);
+}
+
+std::string Embedding::describe() const {
+  return detail::concat("Embedding(", options.num_embeddings, ", ", options.embedding_dim,
+                        options.padding_idx_ ? ", padding_idx=" + std::to_string(*options.padding_idx_) : "", ")");
+}
+
+Conv1d::Conv1d(const Conv1dOptions& o, Generator* gen) : options(o) {
+  MINIDL_CHECK(o.in_channels > 0 && o.out_channels > 0 && o.kernel_size > 0 && o.groups_ > 0 &&
+                   o.in_channels % o.groups_ == 0 && o.out_channels % o.groups_ == 0,
+               "Conv1d", "channels ", o.in_channels, " -> ", o.out_channels, " and kernel ", o.kernel_size,
+               " must be positive, the channels divisible by groups ", o.groups_);
+  weight = register_parameter("weight", empty({o.out_channels, o.in_channels / o.groups_, o.kernel_size}));
+  if (o.bias_) bias = register_parameter("bias", empty({o.out_channels}));
+  reset_parameters(gen);
+}
+
+void Conv1d::reset_parameters(Generator* gen) {
+  init::kaiming_uniform_(weight, std::sqrt(5.0), init::FanMode::FanIn, init::Nonlinearity::LeakyReLU, gen);
+  if (bias.defined()) {
+    const double fan_in = static_cast<double>(weight.size(1) * weight.size(2));
+    init::uniform_(bias, -1.0 / std::sqrt(fan_in), 1.0 / std::sqrt(fan_in), gen);
+  }
+}
+
+Tensor Conv1d::forward(const Tensor& x) {
+  auto scope = forward_scope();
+  const auto& o = options;
+  return conv1d(x, weight, bias, o.stride_, o.padding_, o.dilation_, o.groups_);
+}
+
+std::string Conv1d::describe() const {
+  const auto& o = options;
+  return detail::concat("Conv1d(", o.in_channels, " -> ", o.out_channels, ", k", o.kernel_size,
+                        o.stride_ != 1 ? ", stride " + std::to_string(o.stride_) : "",
+                        o.padding_ ? ", pad " + std::to_string(o.padding_) : "",
+                        o.groups_ != 1 ? ", groups " + std::to_string(o.groups_) : "", o.bias_ ? ", bias)" : ")");
+}
+
+}  // namespace minidl::nn

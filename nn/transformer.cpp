@@ -1,0 +1,154 @@
+// MultiheadAttention and TransformerEncoderLayer.
+#include "nn/transformer.h"
+
+#include <limits>
+
+#include "framework/error.h"
+#include "nn/init.h"
+#include "ops/ops.h"
+
+namespace minidl::nn {
+
+namespace {
+// A torch.nn-style mask (bool: true = blocked; float: added) as an additive float mask of dtype.
+Tensor additive(const Tensor& mask, DType dtype) {
+  if (mask.dtype() != DType::Bool) return mask;
+  Tensor neg_inf = full({}, -std::numeric_limits<double>::infinity(), TensorOptions(dtype).device(mask.device()));
+  return where(mask, neg_inf, zeros({}, TensorOptions(dtype).device(mask.device())));
+}
+
+// Bool [L, S]: true where key j comes after query i (blocked under a causal mask).
+Tensor causal_blocked(int64_t L, int64_t S, Device device) {
+  Tensor rows = arange(static_cast<double>(L), TensorOptions(DType::I64).device(device)).unsqueeze(1);
+  Tensor cols = arange(static_cast<double>(S), TensorOptions(DType::I64).device(device)).unsqueeze(0);
+  return gt(cols, rows);
+}
+}  // namespace
+
+MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& o, Generator* gen) : options(o) {
+  MINIDL_CHECK(o.embed_dim > 0 && o.num_heads > 0 && o.embed_dim % o.num_heads == 0, "MultiheadAttention",
+               "embed_dim must be divisible by num_heads, got ", o.embed_dim, " and ", o.num_heads);
+  MINIDL_CHECK(o.dropout_ >= 0.0 && o.dropout_ <= 1.0, "MultiheadAttention", "dropout must be in [0, 1], got ", o.dropout_);
+  in_proj_weight = register_parameter("in_proj_weight", empty({3 * o.embed_dim, o.embed_dim}));
+  if (o.bias_) in_proj_bias = register_parameter("in_proj_bias", empty({3 * o.embed_dim}));
+  out_proj = register_module("out_proj", std::make_shared<Linear>(LinearOptions(o.embed_dim, o.embed_dim).bias(o.bias_), gen));
+  reset_parameters(gen);
+}
+
+void MultiheadAttention::reset_parameters(Generator* gen) {
+  init::xavier_uniform_(in_proj_weight, 1.0, gen);
+  if (in_proj_bias.defined()) init::zeros_(in_proj_bias);
+  out_proj->reset_parameters(gen);
+  if (out_proj->bias.defined()) init::zeros_(out_proj->bias);
+}
+
+Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value, const AttentionMasks& m) {
+  auto scope = forward_scope();
+  const char* op = "MultiheadAttention";
+  const int64_t E = options.embed_dim, H = options.num_heads, hd = E / H;
+  MINIDL_CHECK(query.defined() && key.defined() && value.defined(), op, "query, key and value must be defined");
+  MINIDL_CHECK(query.dim() == key.dim() && query.dim() == value.dim() && (query.dim() == 2 || query.dim() == 3), op,
+               "expected query, key and value all 2-D (unbatched) or all 3-D, got ", query.meta_str(), ", ",
+               key.meta_str(), " and ", value.meta_str());
+  MINIDL_CHECK(query.size(-1) == E && key.size(-1) == E && value.size(-1) == E, op, "expected embedding size ", E,
+               ", got ", query.meta_str(), ", ", key.meta_str(), " and ", value.meta_str());
+  const bool unbatched = query.dim() == 2;
+  // Everything below works batch first: [N, L, E].
+  auto to_batch_first = [&](const Tensor& t) {
+    if (unbatched) return t.unsqueeze(0);
+    return options.batch_first_ ? t : t.transpose(0, 1);
+  };
+  const Tensor q_in = to_batch_first(query), k_in = to_batch_first(key), v_in = to_batch_first(value);
+  const int64_t N = q_in.size(0), L = q_in.size(1), S = k_in.size(1);
+  MINIDL_CHECK(k_in.size(0) == N && v_in.size(0) == N && v_in.size(1) == S, op, "key and value must match the batch of ",
+               "query and each other's length, got ", query.meta_str(), ", ", key.meta_str(), " and ", value.meta_str());
+  Tensor q, k, v;
+  if (query.is_same(key) && key.is_same(value)) {  // self-attention: one projection, as PyTorch
+    std::vector<Tensor> qkv = chunk(linear(q_in, in_proj_weight, in_proj_bias), 3, -1);
+    q = qkv[0], k = qkv[1], v = qkv[2];
+  } else {
+    auto rows = [&](const Tensor& t, int64_t i) { return t.defined() ? t.narrow(0, i * E, E) : Tensor(); };
+    q = linear(q_in, rows(in_proj_weight, 0), rows(in_proj_bias, 0));
+    k = linear(k_in, rows(in_proj_weight, 1), rows(in_proj_bias, 1));
+    v = linear(v_in, rows(in_proj_weight, 2), rows(in_proj_bias, 2));
+  }
+  auto heads = [&](const Tensor& t, int64_t len) { return t.reshape({N, len, H, hd}).permute({0, 2, 1, 3}); };
+  // One additive mask broadcastable to [N, H, L, S] (undefined when nothing is masked).
+  Tensor mask;
+  auto add_mask = [&](Tensor part) {
+    part = additive(part, q.dtype());
+    mask = mask.defined() ? add(mask, part) : part;
+  };
+  if (m.attn_mask.defined()) {
+    const Tensor& a = m.attn_mask;
+    MINIDL_CHECK((a.dim() == 2 && a.size(0) == L && a.size(1) == S) ||
+                     (a.dim() == 3 && a.size(0) == N * H && a.size(1) == L && a.size(2) == S),
+                 op, "attn_mask must be [", L, ", ", S, "] or [", N * H, ", ", L, ", ", S, "], got ", a.meta_str());
+    add_mask(a.dim() == 3 ? a.reshape({N, H, L, S}) : a);
+  }
+  if (m.key_padding_mask.defined()) {
+    const Tensor& p = m.key_padding_mask;
+    MINIDL_CHECK(p.numel() == N * S && p.size(-1) == S, op, "key_padding_mask must be [", N, ", ", S, "], got ", p.meta_str());
+    add_mask(p.reshape({N, 1, 1, S}));
+  }
+  AttentionOptions ao;
+  ao.dropout_p = is_training() ? options.dropout_ : 0.0;
+  if (m.is_causal) {
+    if (mask.defined())
+      add_mask(causal_blocked(L, S, q.device()));
+    else
+      ao.is_causal = true;
+  }
+  ao.attn_mask = mask;
+  Tensor y = scaled_dot_product_attention(heads(q, L), heads(k, S), heads(v, S), ao);
+  y = out_proj->forward(y.permute({0, 2, 1, 3}).reshape({N, L, E}));
+  if (unbatched) return y.squeeze(0);
+  return options.batch_first_ ? y : y.transpose(0, 1);
+}
+
+std::string MultiheadAttention::describe() const {
+  return detail::concat("MultiheadAttention(", options.embed_dim, ", ", options.num_heads, " heads",
+                        options.dropout_ > 0 ? ", dropout " + std::to_string(options.dropout_) : "",
+                        options.batch_first_ ? ", batch_first)" : ")");
+}
+
+TransformerEncoderLayer::TransformerEncoderLayer(const TransformerEncoderLayerOptions& o, Generator* gen) : options(o) {
+  self_attn = register_module("self_attn", std::make_shared<MultiheadAttention>(
+      MultiheadAttentionOptions(o.d_model, o.nhead).dropout(o.dropout_).bias(o.bias_).batch_first(o.batch_first_), gen));
+  linear1 = register_module("linear1", std::make_shared<Linear>(LinearOptions(o.d_model, o.dim_feedforward_).bias(o.bias_), gen));
+  dropout = register_module("dropout", std::make_shared<Dropout>(o.dropout_, gen));
+  linear2 = register_module("linear2", std::make_shared<Linear>(LinearOptions(o.dim_feedforward_, o.d_model).bias(o.bias_), gen));
+  norm1 = register_module("norm1", std::make_shared<LayerNorm>(LayerNormOptions({o.d_model}).eps(o.layer_norm_eps_).bias(o.bias_)));
+  norm2 = register_module("norm2", std::make_shared<LayerNorm>(LayerNormOptions({o.d_model}).eps(o.layer_norm_eps_).bias(o.bias_)));
+  dropout1 = register_module("dropout1", std::make_shared<Dropout>(o.dropout_, gen));
+  dropout2 = register_module("dropout2", std::make_shared<Dropout>(o.dropout_, gen));
+}
+
+Tensor TransformerEncoderLayer::self_attention_block(const Tensor& x, const AttentionMasks& masks) {
+  return dropout1->forward(self_attn->forward(x, x, x, masks));
+}
+
+Tensor TransformerEncoderLayer::feed_forward_block(const Tensor& x) {
+  Tensor h = linear1->forward(x);
+  h = options.activation_ == Activation::GELU ? gelu(h) : relu(h);
+  return dropout2->forward(linear2->forward(dropout->forward(h)));
+}
+
+Tensor TransformerEncoderLayer::forward(const Tensor& src, const AttentionMasks& masks) {
+  auto scope = forward_scope();
+  Tensor x = src;
+  if (options.norm_first_) {
+    x = add(x, self_attention_block(norm1->forward(x), masks));
+    return add(x, feed_forward_block(norm2->forward(x)));
+  }
+  x = norm1->forward(add(x, self_attention_block(x, masks)));
+  return norm2->forward(add(x, feed_forward_block(x)));
+}
+
+std::string TransformerEncoderLayer::describe() const {
+  return detail::concat("TransformerEncoderLayer(d_model ", options.d_model, ", ", options.nhead, " heads, ff ",
+                        options.dim_feedforward_, options.activation_ == Activation::GELU ? ", gelu" : ", relu",
+                        options.norm_first_ ? ", norm_first)" : ")");
+}
+
+}  // namespace minidl::nn

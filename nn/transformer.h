@@ -1,0 +1,94 @@
+// Attention layers: MultiheadAttention and TransformerEncoderLayer, as torch.nn's, with the same
+// parameter names (in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias; self_attn,
+// linear1, linear2, norm1, norm2), defaults and initialisation, so a state dict moves between
+// the two. Attention runs through scaled_dot_product_attention (ops/sequence_ops.h).
+#pragma once
+#include <memory>
+
+#include "nn/dropout.h"
+#include "nn/linear.h"
+#include "nn/sequence_layers.h"
+
+namespace minidl::nn {
+
+// Masks of one attention call, in torch.nn.MultiheadAttention's conventions: a bool mask is true
+// where attention is NOT allowed; a float mask is added to the scores.
+struct AttentionMasks {
+  Tensor attn_mask;         // [L, S] or [N * num_heads, L, S]
+  Tensor key_padding_mask;  // [N, S]: keys to ignore per batch element
+  bool is_causal = false;   // also mask keys after the query (deviation: applies the causal mask itself,
+                            // PyTorch takes it as a hint that attn_mask already is one)
+};
+
+struct MultiheadAttentionOptions {
+  int64_t embed_dim, num_heads;
+  double dropout_ = 0.0;     // on the attention weights, in training mode
+  bool bias_ = true;         // in_proj_bias and out_proj.bias
+  bool batch_first_ = false; // inputs [N, L, E] instead of [L, N, E]
+
+  MultiheadAttentionOptions(int64_t dim, int64_t heads) : embed_dim(dim), num_heads(heads) {}
+  MultiheadAttentionOptions& dropout(double p) { dropout_ = p; return *this; }
+  MultiheadAttentionOptions& bias(bool b) { bias_ = b; return *this; }
+  MultiheadAttentionOptions& batch_first(bool b) { batch_first_ = b; return *this; }
+};
+
+class MultiheadAttention : public Module {
+ public:
+  explicit MultiheadAttention(const MultiheadAttentionOptions& options, Generator* gen = nullptr);
+  // PyTorch's: xavier_uniform_ in_proj_weight, zero biases, out_proj.weight as Linear's default.
+  void reset_parameters(Generator* gen = nullptr);
+  // query [L, N, E], key and value [S, N, E] ([N, L, E] with batch_first; unbatched [L, E] too)
+  // -> the attention output of query's shape. The averaged attention weights of PyTorch's
+  // need_weights=True are not returned (need_weights=False).
+  Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value, const AttentionMasks& masks = {});
+  std::string describe() const override;
+  std::string type_name() const override { return "MultiheadAttention"; }
+
+  MultiheadAttentionOptions options;
+  Tensor in_proj_weight;  // [3E, E]: the query, key and value projections stacked
+  Tensor in_proj_bias;    // [3E]
+  std::shared_ptr<Linear> out_proj;
+};
+
+enum class Activation { ReLU, GELU };
+
+struct TransformerEncoderLayerOptions {
+  int64_t d_model, nhead;
+  int64_t dim_feedforward_ = 2048;
+  double dropout_ = 0.1;
+  Activation activation_ = Activation::ReLU;
+  double layer_norm_eps_ = 1e-5;
+  bool batch_first_ = false;
+  bool norm_first_ = false;  // pre-norm (x + f(norm(x))) instead of post-norm (norm(x + f(x)))
+  bool bias_ = true;
+
+  TransformerEncoderLayerOptions(int64_t d, int64_t heads) : d_model(d), nhead(heads) {}
+  TransformerEncoderLayerOptions& dim_feedforward(int64_t v) { dim_feedforward_ = v; return *this; }
+  TransformerEncoderLayerOptions& dropout(double p) { dropout_ = p; return *this; }
+  TransformerEncoderLayerOptions& activation(Activation a) { activation_ = a; return *this; }
+  TransformerEncoderLayerOptions& layer_norm_eps(double e) { layer_norm_eps_ = e; return *this; }
+  TransformerEncoderLayerOptions& batch_first(bool b) { batch_first_ = b; return *this; }
+  TransformerEncoderLayerOptions& norm_first(bool b) { norm_first_ = b; return *this; }
+  TransformerEncoderLayerOptions& bias(bool b) { bias_ = b; return *this; }
+};
+
+class TransformerEncoderLayer : public Layer {
+ public:
+  explicit TransformerEncoderLayer(const TransformerEncoderLayerOptions& options, Generator* gen = nullptr);
+  Tensor forward(const Tensor& src) override { return forward(src, {}); }
+  Tensor forward(const Tensor& src, const AttentionMasks& masks);
+  std::string describe() const override;
+  std::string type_name() const override { return "TransformerEncoderLayer"; }
+
+  TransformerEncoderLayerOptions options;
+  std::shared_ptr<MultiheadAttention> self_attn;
+  std::shared_ptr<Linear> linear1, linear2;
+  std::shared_ptr<Dropout> dropout, dropout1, dropout2;
+  std::shared_ptr<LayerNorm> norm1, norm2;
+
+ private:
+  Tensor self_attention_block(const Tensor& x, const AttentionMasks& masks);
+  Tensor feed_forward_block(const Tensor& x);
+};
+
+}  // namespace minidl::nn

@@ -1,0 +1,158 @@
+// optim::RMSprop and optim::Adagrad: options, validation and the steps, written in element-wise
+// ops on the detached parameter and state tensors (torch.optim's single-tensor form, op for op).
+#include "optim/adaptive.h"
+
+#include "framework/error.h"
+#include "framework/grad_mode.h"
+#include "ops/ops.h"
+
+namespace minidl::optim {
+
+Json RMSpropOptions::to_json() const {
+  Json j = Json::object();
+  j["lr"] = lr_;
+  j["alpha"] = alpha_;
+  j["eps"] = eps_;
+  j["weight_decay"] = weight_decay_;
+  j["momentum"] = momentum_;
+  j["centered"] = centered_;
+  j["maximize"] = maximize_;
+  return j;
+}
+
+void RMSpropOptions::from_json(const Json& j) {
+  lr_ = j.get("lr", lr_);
+  alpha_ = j.get("alpha", alpha_);
+  eps_ = j.get("eps", eps_);
+  weight_decay_ = j.get("weight_decay", weight_decay_);
+  momentum_ = j.get("momentum", momentum_);
+  centered_ = j.get("centered", centered_);
+  maximize_ = j.get("maximize", maximize_);
+}
+
+Json AdagradOptions::to_json() const {
+  Json j = Json::object();
+  j["lr"] = lr_;
+  j["lr_decay"] = lr_decay_;
+  j["weight_decay"] = weight_decay_;
+  j["initial_accumulator_value"] = initial_accumulator_value_;
+  j["eps"] = eps_;
+  j["maximize"] = maximize_;
+  return j;
+}
+
+void AdagradOptions::from_json(const Json& j) {
+  lr_ = j.get("lr", lr_);
+  lr_decay_ = j.get("lr_decay", lr_decay_);
+  weight_decay_ = j.get("weight_decay", weight_decay_);
+  initial_accumulator_value_ = j.get("initial_accumulator_value", initial_accumulator_value_);
+  eps_ = j.get("eps", eps_);
+  maximize_ = j.get("maximize", maximize_);
+}
+
+namespace {
+void validate(const RMSpropOptions& o) {
+  MINIDL_CHECK(o.lr_ >= 0.0, "RMSprop", "Invalid learning rate: ", o.lr_);
+  MINIDL_CHECK(o.eps_ >= 0.0, "RMSprop", "Invalid epsilon value: ", o.eps_);
+  MINIDL_CHECK(o.momentum_ >= 0.0, "RMSprop", "Invalid momentum value: ", o.momentum_);
+  MINIDL_CHECK(o.weight_decay_ >= 0.0, "RMSprop", "Invalid weight_decay value: ", o.weight_decay_);
+  MINIDL_CHECK(o.alpha_ >= 0.0, "RMSprop", "Invalid alpha value: ", o.alpha_);
+}
+void validate(const AdagradOptions& o) {
+  MINIDL_CHECK(o.lr_ >= 0.0, "Adagrad", "Invalid learning rate: ", o.lr_);
+  MINIDL_CHECK(o.lr_decay_ >= 0.0, "Adagrad", "Invalid lr_decay value: ", o.lr_decay_);
+  MINIDL_CHECK(o.weight_decay_ >= 0.0, "Adagrad", "Invalid weight_decay value: ", o.weight_decay_);
+  MINIDL_CHECK(o.initial_accumulator_value_ >= 0.0, "Adagrad", "Invalid initial_accumulator_value value: ",
+               o.initial_accumulator_value_);
+  MINIDL_CHECK(o.eps_ >= 0.0, "Adagrad", "Invalid epsilon value: ", o.eps_);
+}
+
+// The gradient as the update sees it: in the parameter's dtype, negated when maximizing, plus the
+// L2 term.
+Tensor effective_grad(const Tensor& param, const Tensor& p, bool maximize, double weight_decay) {
+  Tensor g = param.grad().detach();
+  if (g.dtype() != p.dtype()) g = g.to(p.dtype());
+  if (maximize) g = neg(g);
+  if (weight_decay != 0.0) g = add(g, p, weight_decay);
+  return g;
+}
+
+// The named state buffer, created (filled with `init`) when missing.
+Tensor buffer(ParamState& st, const char* name, const Tensor& like, double init) {
+  if (const Tensor* b = st.buffers.find(name)) return *b;
+  Tensor b = full_like(like, init);
+  st.buffers.set(name, b);
+  return b;
+}
+}  // namespace
+
+RMSprop::RMSprop(std::vector<ParamGroup> groups, const RMSpropOptions& defaults)
+    : Optimizer("RMSprop", std::move(groups), defaults.clone()) {
+  for (const auto& g : param_groups()) validate(options_of<RMSpropOptions>(g));
+}
+
+void RMSprop::step() {
+  NoGradGuard ng;
+  for (const auto& group : param_groups()) {
+    const auto& o = options_of<RMSpropOptions>(group);
+    validate(o);
+    for (const Tensor& param : group.params) {
+      if (!param.grad().defined()) continue;
+      const Tensor p = param.detach();
+      const Tensor g = effective_grad(param, p, o.maximize_, o.weight_decay_);
+      ParamState& st = state(param);
+      ++st.step;
+      Tensor square_avg = buffer(st, "square_avg", p, 0.0);
+      square_avg.mul_(o.alpha_);
+      square_avg.add_(mul(g, g), 1.0 - o.alpha_);
+      Tensor avg;
+      if (o.centered_) {
+        Tensor grad_avg = buffer(st, "grad_avg", p, 0.0);
+        grad_avg.add_(sub(g, grad_avg), 1.0 - o.alpha_);  // lerp(grad_avg, g, 1 - alpha)
+        avg = add(sqrt(sub(square_avg, mul(grad_avg, grad_avg))), o.eps_);
+      } else {
+        avg = add(sqrt(square_avg), o.eps_);
+      }
+      if (o.momentum_ > 0.0) {
+        Tensor buf = buffer(st, "momentum_buffer", p, 0.0);
+        buf.mul_(o.momentum_);
+        buf.add_(div(g, avg));
+        p.add_(buf, -o.lr_);
+      } else {
+        p.add_(div(g, avg), -o.lr_);
+      }
+    }
+  }
+}
+
+Adagrad::Adagrad(std::vector<ParamGroup> groups, const AdagradOptions& defaults)
+    : Optimizer("Adagrad", std::move(groups), defaults.clone()) {
+  // As PyTorch, the accumulator of every parameter exists from the start (step 0).
+  NoGradGuard ng;
+  for (const auto& g : param_groups()) {
+    const auto& o = options_of<AdagradOptions>(g);
+    validate(o);
+    for (const Tensor& param : g.params) buffer(state(param), "sum", param.detach(), o.initial_accumulator_value_);
+  }
+}
+
+void Adagrad::step() {
+  NoGradGuard ng;
+  for (const auto& group : param_groups()) {
+    const auto& o = options_of<AdagradOptions>(group);
+    validate(o);
+    for (const Tensor& param : group.params) {
+      if (!param.grad().defined()) continue;
+      const Tensor p = param.detach();
+      const Tensor g = effective_grad(param, p, o.maximize_, o.weight_decay_);
+      ParamState& st = state(param);
+      ++st.step;
+      const double clr = o.lr_ / (1.0 + static_cast<double>(st.step - 1) * o.lr_decay_);
+      Tensor sum_sq = buffer(st, "sum", p, o.initial_accumulator_value_);
+      sum_sq.add_(mul(g, g));
+      p.add_(div(g, add(sqrt(sum_sq), o.eps_)), -clr);
+    }
+  }
+}
+
+}  // namespace minidl::optim
