@@ -34,4 +34,15 @@ void prepare_gather_outputs(std::vector<Tensor>& outputs, const Tensor& input, i
                  op, "output ", r, " must be shaped, typed and placed as the input ", input.meta_str());
 }
 
+Tensor gather_buffer(const Tensor& input, int size) {
+  return empty({static_cast<int64_t>(size) * input.numel()}, TensorOptions(input.dtype()).device(input.device()));
+}
+
+void split_gathered(const std::vector<Tensor>& outputs, const Tensor& gathered) {
+  NoGradGuard no_grad;
+  const int64_t numel = outputs.empty() ? 0 : outputs[0].numel();
+  for (size_t r = 0; r < outputs.size(); ++r)
+    outputs[r].copy_(gathered.narrow(0, static_cast<int64_t>(r) * numel, numel).view(outputs[r].shape()));
+}
+
 }  // namespace minidl::dist

@@ -25,5 +25,9 @@ void write_back(const StagedTensor& s, const Tensor& result);
 // allgather's outputs: filled with new tensors like `input` on its device when empty, else checked
 // to be `size` tensors shaped and typed as `input`.
 void prepare_gather_outputs(std::vector<Tensor>& outputs, const Tensor& input, int size, const char* op);
+// allgather's receive buffer: `size` inputs end to end, flat, on the input's device.
+Tensor gather_buffer(const Tensor& input, int size);
+// Copies rank r's slice of the receive buffer into outputs[r].
+void split_gathered(const std::vector<Tensor>& outputs, const Tensor& gathered);
 
 }  // namespace minidl::dist

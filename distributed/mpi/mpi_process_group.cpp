@@ -191,7 +191,7 @@ class MpiProcessGroup final : public ProcessGroup {
     prepare_gather_outputs(outputs, input, size_, op);
     auto work = std::make_shared<MpiWork>();
     Tensor send = input.contiguous();
-    Tensor recv = empty({static_cast<int64_t>(size_) * input.numel()}, TensorOptions(input.dtype()));
+    Tensor recv = gather_buffer(input, size_);
     const int bytes = checked_count(static_cast<int64_t>(send.nbytes()), op);
     {
       std::lock_guard<std::mutex> lk(mpi_mutex());
@@ -201,11 +201,7 @@ class MpiProcessGroup final : public ProcessGroup {
                 op);
     }
     work->keep = {send, recv};
-    const int64_t numel = input.numel();
-    work->finish = [outs = outputs, recv, numel] {
-      for (size_t r = 0; r < outs.size(); ++r)
-        outs[r].copy_(recv.narrow(0, static_cast<int64_t>(r) * numel, numel).view(outs[r].shape()));
-    };
+    work->finish = [outs = outputs, recv] { split_gathered(outs, recv); };
     return work;
   }
 

@@ -171,18 +171,13 @@ class NcclProcessGroup final : public ProcessGroup {
     check_here(input, op, 0);
     prepare_gather_outputs(outputs, input, size_, op);
     Tensor send = input.contiguous();
-    Tensor recv = empty({static_cast<int64_t>(size_) * input.numel()},
-                        TensorOptions(input.dtype()).device(input.device()));
+    Tensor recv = gather_buffer(input, size_);
     auto work = launch(op, [&] {
       check_nccl(ncclAllGather(send.raw_data(), recv.raw_data(), send.nbytes(), ncclUint8, comm_, nccl_stream_), op,
                  comm_);
     });
     work->keep = {send, recv};
-    const int64_t numel = input.numel();
-    work->finish = [outs = outputs, recv, numel] {
-      for (size_t r = 0; r < outs.size(); ++r)
-        outs[r].copy_(recv.narrow(0, static_cast<int64_t>(r) * numel, numel).view(outs[r].shape()));
-    };
+    work->finish = [outs = outputs, recv] { split_gathered(outs, recv); };
     return work;
   }
 
