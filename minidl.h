@@ -31,6 +31,7 @@
 // modules, optimizers
 #include "nn/conv.h"
 #include "nn/models.h"
+#include "nn/vit.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
 // amp
