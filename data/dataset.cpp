@@ -46,9 +46,11 @@ Batch default_collate(const std::vector<Example>& samples) {
                      std::equal(samples[i].fields.begin(), samples[i].fields.end(), samples[0].fields.begin(),
                                 [](const auto& a, const auto& c) { return a.first == c.first; }),
                  "default_collate", "sample ", i, " has other field names than sample 0");
-  for (const auto& [name, unused] : samples[0].fields)
+  for (const auto& field : samples[0].fields) {
+    const std::string& name = field.first;  // a plain reference: clang 14 cannot capture a structured binding
     b.fields[name] = collate_part(samples, "field '" + name + "'",
                                   [&name](const Example& e) -> const Tensor& { return e.fields.at(name); });
+  }
   return b;
 }
 
