@@ -371,7 +371,8 @@ TEST_CASE("fused activation backward kernels in f32, f16 and bf16", "[low_precis
       CHECK(gx.dtype() == dt);
       Vec yv = y.to_vector<double>(), ref(xv.size());
       for (size_t i = 0; i < xv.size(); ++i) ref[i] = gv[i] * c.dydx(xv[i], yv[i]);
-      CHECK(within(gx, ref, [&](size_t k) { return bound(dt, ref[k], 16) + 16 * kEps32 * std::abs(gv[k]); }) == "");
+      const Vec& gvals = gv;  // clang 14 cannot capture a structured binding
+      CHECK(within(gx, ref, [&](size_t k) { return bound(dt, ref[k], 16) + 16 * kEps32 * std::abs(gvals[k]); }) == "");
     }
   }
 }
@@ -464,7 +465,8 @@ TEST_CASE("f16/bf16 matmul accumulates in f32: error within eps/2 of the result 
         }
       // f32 accumulation error grows like sqrt(K) in practice; K is a hard bound. Low-precision
       // accumulation would be ~eps(dt) * sqrt(K) * sum|ab|, far outside this.
-      auto tol = [&](size_t q) { return bound(dt, ref[q], 2) + 2 * std::sqrt(double(k)) * kEps32 * ab[q] + 1e-30; };
+      const double sqrt_k = std::sqrt(double(k));  // a copy: clang 14 cannot capture a structured binding
+      auto tol = [&](size_t q) { return bound(dt, ref[q], 2) + 2 * sqrt_k * kEps32 * ab[q] + 1e-30; };
       Tensor c = mm(a, b);
       CHECK(c.dtype() == dt);
       CHECK(within(c, ref, tol) == "");
@@ -472,7 +474,7 @@ TEST_CASE("f16/bf16 matmul accumulates in f32: error within eps/2 of the result 
       CHECK(within(mm(a.t().contiguous().t(), b.t().contiguous().t()), ref, tol) == "");  // column-major operands
       CHECK(within(bmm(a.unsqueeze(0).expand({2, m, k}), b.unsqueeze(0).expand({2, k, n})).select(0, 1), ref, tol) == "");
       Tensor w = b.t().contiguous();  // [n, k]
-      CHECK(within(linear(a, w, bias), lin, [&](size_t q) { return bound(dt, lin[q], 2) + 2 * std::sqrt(double(k)) * kEps32 * (ab[q] + 1); }) == "");
+      CHECK(within(linear(a, w, bias), lin, [&](size_t q) { return bound(dt, lin[q], 2) + 2 * sqrt_k * kEps32 * (ab[q] + 1); }) == "");
     }
   }
   // The f16 result may overflow even though every product fits: that is the f16 contract.
