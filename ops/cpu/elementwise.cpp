@@ -156,8 +156,8 @@ void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor&
     b = empty({}, TensorOptions(a.dtype()));
     *static_cast<T*>(b.raw_data()) = cast_scalar<T>(scalar);
   }
-  const C al = static_cast<C>(alpha);
-  const C sc = static_cast<C>(scalar);
+  const C al = cast_scalar<C>(alpha);  // wraps into a narrow integer type instead of undefined behaviour
+  const C sc = cast_scalar<C>(scalar);
   // For f16/bf16 the 0-dim b above holds the scalar rounded to T; arithmetic uses it at compute
   // precision instead (PyTorch's opmath), so mul(x, 0.1) is round(x * 0.1f), not x * round(0.1).
   const bool scalar_operand = !b_in.defined();
@@ -365,6 +365,19 @@ bool unary_vectorized(UnaryOp op, const Tensor& out, const Tensor& x, float a, f
   }
 }
 
+// Integer negation and abs wrap at the most negative value, as PyTorch's (two's complement): done
+// in unsigned arithmetic, where the signed overflow would be undefined behaviour.
+template <class C>
+C wrapping_neg(C v) {
+  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) return static_cast<C>(-static_cast<std::make_unsigned_t<C>>(v));
+  else return -v;
+}
+template <class C>
+C wrapping_abs(C v) {
+  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) return v < C(0) ? wrapping_neg(v) : v;
+  else return std::abs(v);
+}
+
 template <class T>
 void unary_typed(UnaryOp op, const Tensor& out, const Tensor& x, double p0, double p1) {
   using C = compute_t<T>;
@@ -374,12 +387,12 @@ void unary_typed(UnaryOp op, const Tensor& out, const Tensor& x, double p0, doub
   auto run = [&](auto f) { unary_rows<T>(out, x, f); };
   const C a = static_cast<C>(p0), b = static_cast<C>(p1);
   switch (op) {
-    case UnaryOp::Neg: return run([](C v) -> C { return -v; });
+    case UnaryOp::Neg: return run([](C v) -> C { return wrapping_neg(v); });
     case UnaryOp::Exp: return run([](C v) -> C { return std::exp(v); });
     case UnaryOp::Log: return run([](C v) -> C { return std::log(v); });
     case UnaryOp::Sqrt: return run([](C v) -> C { return std::sqrt(v); });
     case UnaryOp::Rsqrt: return run([](C v) -> C { return C(1) / std::sqrt(v); });
-    case UnaryOp::Abs: return run([](C v) -> C { return std::abs(v); });
+    case UnaryOp::Abs: return run([](C v) -> C { return wrapping_abs(v); });
     case UnaryOp::Sign: return run([](C v) -> C { return static_cast<C>((v > C(0)) - (v < C(0))); });
     case UnaryOp::Tanh: return run([](C v) -> C { return std::tanh(v); });
     case UnaryOp::Sigmoid: return run([](C v) -> C { return C(1) / (C(1) + std::exp(-v)); });
