@@ -69,7 +69,7 @@ void write_file_atomically(const std::string& path, const std::function<void(con
   tmp_name += target.filename().string();
   tmp_name += ".tmp-";
   remove_stale_temporaries(dir, tmp_name);
-  tmp_name += "XXXXXX";
+  tmp_name += "XXXXXX";  // mkstemp's template: it replaces the six X with a unique suffix
   std::string tmpl = (dir / tmp_name).string();
   int fd = ::mkstemp(tmpl.data());
   MINIDL_CHECK(fd >= 0, "write_file_atomically", "cannot create a temporary file next to '", path, "': ", errno_str());
