@@ -26,7 +26,6 @@
 #include <vector>
 
 #include "eigen_blas.h"
-#include "framework/half.h"
 #include "minidl.h"
 #include "ops/cpu/loops.h"
 #include "ops/kernels.h"
@@ -261,40 +260,30 @@ void bm_grain(benchmark::State& state, int64_t n, int threads) {
   omp_set_num_threads(saved);
 }
 
-// framework/half.h bulk conversions on cache-resident rows (256 = the kernels' widening block).
+// The bulk f16/bf16 conversions (ops/cpu/convert.h) through the CPU copy kernel of the active
+// kernel set, on cache-resident rows (256 = the kernels' widening block).
 struct Conversion {
   const char* label;
   const char* key;
-  int in_bytes, out_bytes;
-  std::function<void(const void*, void*, int64_t)> fn;
+  DType from, to;
 };
 const std::vector<Conversion>& conversions() {
   static const std::vector<Conversion> v = {
-      {"f32 -> bf16", "float_to_bf16", 4, 2,
-       [](const void* s, void* d, int64_t n) { float_to_bf16(static_cast<const float*>(s), static_cast<minidl::bfloat16*>(d), n); }},
-      {"bf16 -> f32", "bf16_to_float", 2, 4,
-       [](const void* s, void* d, int64_t n) { bf16_to_float(static_cast<const minidl::bfloat16*>(s), static_cast<float*>(d), n); }},
-      {"f32 -> f16", "float_to_half", 4, 2,
-       [](const void* s, void* d, int64_t n) { float_to_half(static_cast<const float*>(s), static_cast<minidl::half*>(d), n); }},
-      {"f16 -> f32", "half_to_float", 2, 4,
-       [](const void* s, void* d, int64_t n) { half_to_float(static_cast<const minidl::half*>(s), static_cast<float*>(d), n); }},
+      {"f32 -> bf16", "float_to_bf16", DType::F32, DType::BF16},
+      {"bf16 -> f32", "bf16_to_float", DType::BF16, DType::F32},
+      {"f32 -> f16", "float_to_half", DType::F32, DType::F16},
+      {"f16 -> f32", "half_to_float", DType::F16, DType::F32},
   };
   return v;
 }
 
 void bm_cvt(benchmark::State& state, const Conversion* c, int64_t n) {
-  auto x = random_floats(n, 3);
-  std::vector<float> src(n), dst(n);
-  // Valid input of the source type (a narrowing of random floats when the source is 16-bit).
-  if (c->in_bytes == 2) {
-    if (std::string(c->key) == "bf16_to_float") float_to_bf16(x.data(), reinterpret_cast<minidl::bfloat16*>(src.data()), n);
-    else float_to_half(x.data(), reinterpret_cast<minidl::half*>(src.data()), n);
-  } else {
-    src = x;
-  }
+  Tensor src = cast(randn({n}), c->from);  // valid input of the source type
+  Tensor dst = empty({n}, c->to);
+  auto copy = K::registry().copy.get(Device::cpu(), c->to);
   timed_loop(state, "elem/ns", n * 1e-9, [&] {
-    c->fn(src.data(), dst.data(), n);
-    benchmark::DoNotOptimize(dst.data());
+    copy(dst, src);
+    benchmark::DoNotOptimize(dst.raw_data());
   });
 }
 

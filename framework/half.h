@@ -1,10 +1,9 @@
-// The C++ scalar types behind each dtype, a dtype visitor for kernels, and bulk conversions between
-// f16/bf16 storage and f32 (F16C / bit shifts, vectorized). Low-precision values are never computed
-// on directly: kernels convert a block to f32, compute, and convert back.
+// The C++ scalar types behind each dtype and a dtype visitor for kernels. Low-precision values are
+// never computed on directly: kernels convert a block to f32, compute, and convert back (the bulk
+// conversions are kernel loops: ops/cpu/convert.h).
 #pragma once
 #include <Eigen/Core>
 #include <cstdint>
-#include <cstring>
 
 #include "framework/dtype.h"
 #include "framework/error.h"
@@ -60,26 +59,6 @@ decltype(auto) visit_floating(DType t, const char* op, F&& f) {
     case DType::BF16: return f.template operator()<bfloat16>();
     default: MINIDL_FAIL(op, "expected a floating dtype (f32, f64, f16, bf16), got ", dtype_name(t));
   }
-}
-
-// Bulk conversions. n may be any size; the vector paths cover multiples of 8/16.
-void half_to_float(const half* src, float* dst, int64_t n);
-void float_to_half(const float* src, half* dst, int64_t n);
-void bf16_to_float(const bfloat16* src, float* dst, int64_t n);
-void float_to_bf16(const float* src, bfloat16* dst, int64_t n);  // round to nearest even
-
-// Generic load/store of a block as compute type (no-op copies for f32/f64).
-template <class T>
-inline void load_block(const T* src, compute_t<T>* dst, int64_t n) {
-  if constexpr (std::is_same_v<T, half>) half_to_float(src, dst, n);
-  else if constexpr (std::is_same_v<T, bfloat16>) bf16_to_float(src, dst, n);
-  else std::memcpy(dst, src, n * sizeof(T));
-}
-template <class T>
-inline void store_block(const compute_t<T>* src, T* dst, int64_t n) {
-  if constexpr (std::is_same_v<T, half>) float_to_half(src, dst, n);
-  else if constexpr (std::is_same_v<T, bfloat16>) float_to_bf16(src, dst, n);
-  else std::memcpy(dst, src, n * sizeof(T));
 }
 
 }  // namespace minidl

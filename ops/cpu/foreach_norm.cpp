@@ -4,7 +4,7 @@
 // on every machine and thread count.
 #include <cmath>
 
-#include "framework/half.h"
+#include "ops/cpu/convert.h"
 #include "ops/cpu/loops.h"
 #include "ops/kernels.h"
 

@@ -2,7 +2,7 @@
 // t *= factor for every tensor, in the compute type (low precision widened block by block).
 #include <type_traits>
 
-#include "framework/half.h"
+#include "ops/cpu/convert.h"
 #include "ops/cpu/loops.h"
 #include "ops/kernels.h"
 

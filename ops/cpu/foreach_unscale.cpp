@@ -3,7 +3,7 @@
 #include <bit>
 #include <cmath>
 
-#include "framework/half.h"
+#include "ops/cpu/convert.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/scalar.h"
 #include "ops/kernels.h"

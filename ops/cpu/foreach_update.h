@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "framework/half.h"
+#include "ops/cpu/convert.h"
 #include "ops/cpu/loops.h"
 
 namespace minidl::kernels::cpu {

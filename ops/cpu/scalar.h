@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "framework/half.h"
+#include "ops/cpu/convert.h"
 
 namespace minidl::kernels::cpu {
 

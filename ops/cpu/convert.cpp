@@ -1,10 +1,13 @@
 // Bulk f16/bf16 <-> f32 conversions, the inner loop of every low-precision kernel (each block of
 // f16/bf16 data is widened to f32, computed on, and narrowed back). Explicit AVX-512 and AVX2 paths
-// (a build for this CPU has both) with masked tails, so short rows (a kernel's 256-element blocks,
-// a 10-wide logits row) never fall back to scalar code; scalar code only without AVX2.
-// bf16 narrowing rounds to nearest even in integer arithmetic and quiets NaNs, bit-identical to the
-// scalar path; the AVX512_BF16 instruction is not used because it flushes subnormals to zero.
-#include "framework/half.h"
+// (the kernel set built for each instruction set takes its own) with masked tails, so short rows (a
+// kernel's 256-element blocks, a 10-wide logits row) never fall back to scalar code; scalar code
+// only in the baseline set. bf16 narrowing rounds to nearest even in integer arithmetic and quiets
+// NaNs, bit-identical to the scalar path; where the CPU has AVX512_BF16 (checked at run time) its
+// conversion instruction takes the blocks without subnormals, which it would flush to zero.
+#include "ops/cpu/convert.h"
+
+#include "framework/cpu_features.h"
 
 #if defined(__F16C__) || defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
@@ -102,14 +105,20 @@ void bf16_to_float(const bfloat16* src, float* dst, int64_t n) {
   for (; i < n; ++i) d[i] = static_cast<uint32_t>(s[i]) << 16;
 }
 
-void float_to_bf16(const float* src, bfloat16* dst, int64_t n) {
-  const uint32_t* s = reinterpret_cast<const uint32_t*>(src);
-  uint16_t* d = reinterpret_cast<uint16_t*>(dst);
-  int64_t i = 0;
+namespace {
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
-#if defined(__AVX512BF16__)
-  // The hardware conversion matches ours except on subnormal inputs, which it flushes to zero:
-  // blocks holding one take the integer path.
+// Whether this CPU has AVX512_BF16: the AVX-512 kernel set is built without it (Xeons before Cooper
+// Lake lack it), so the one function that uses it is compiled for it alone and called after a check.
+bool has_avx512_bf16() {
+  static const bool has = cpu_features().avx512_bf16;
+  return has;
+}
+
+// The leading multiple of 32 of n through the hardware conversion; returns how many were converted.
+// It matches ours except on subnormal inputs, which it flushes to zero: blocks holding one take the
+// integer path.
+__attribute__((target("avx512bf16"))) int64_t float_to_bf16_avx512bf16(const uint32_t* s, uint16_t* d, int64_t n) {
+  int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
     const __m512i u0 = _mm512_loadu_si512(s + i), u1 = _mm512_loadu_si512(s + i + 16);
     const __m512i expo = _mm512_set1_epi32(0x7f800000), absm = _mm512_set1_epi32(0x7fffffff);
@@ -125,7 +134,17 @@ void float_to_bf16(const float* src, bfloat16* dst, int64_t n) {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i + 16), _mm512_cvtepi32_epi16(bf16_round16(u1)));
     }
   }
+  return i;
+}
 #endif
+}  // namespace
+
+void float_to_bf16(const float* src, bfloat16* dst, int64_t n) {
+  const uint32_t* s = reinterpret_cast<const uint32_t*>(src);
+  uint16_t* d = reinterpret_cast<uint16_t*>(dst);
+  int64_t i = 0;
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+  if (has_avx512_bf16()) i = float_to_bf16_avx512bf16(s, d, n);
   for (; i + 16 <= n; i += 16) {
     const __m512i r = bf16_round16(_mm512_loadu_si512(s + i));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), _mm512_cvtepi32_epi16(r));

@@ -1,0 +1,33 @@
+// Bulk f16/bf16 <-> f32 conversions (F16C / bit shifts, vectorized), the inner loop of every
+// low-precision CPU kernel: each block of f16/bf16 data is widened to f32, computed on, and narrowed
+// back. Part of the kernel layer, so built once per instruction set like the kernels that call it.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "framework/half.h"
+
+namespace minidl {
+
+// Bulk conversions. n may be any size; the vector paths cover multiples of 8/16.
+void half_to_float(const half* src, float* dst, int64_t n);
+void float_to_half(const float* src, half* dst, int64_t n);
+void bf16_to_float(const bfloat16* src, float* dst, int64_t n);
+void float_to_bf16(const float* src, bfloat16* dst, int64_t n);  // round to nearest even
+
+// Generic load/store of a block as compute type (no-op copies for f32/f64).
+template <class T>
+inline void load_block(const T* src, compute_t<T>* dst, int64_t n) {
+  if constexpr (std::is_same_v<T, half>) half_to_float(src, dst, n);
+  else if constexpr (std::is_same_v<T, bfloat16>) bf16_to_float(src, dst, n);
+  else std::memcpy(dst, src, n * sizeof(T));
+}
+template <class T>
+inline void store_block(const compute_t<T>* src, T* dst, int64_t n) {
+  if constexpr (std::is_same_v<T, half>) float_to_half(src, dst, n);
+  else if constexpr (std::is_same_v<T, bfloat16>) float_to_bf16(src, dst, n);
+  else std::memcpy(dst, src, n * sizeof(T));
+}
+
+}  // namespace minidl
