@@ -132,6 +132,7 @@ int run(const train::Config& c) {
     std::printf("data parallel: %d ranks (%s), %lld samples per rank per step\n", world,
                 group->backend() == "nccl" ? "NCCL" : "MPI", (long long)c.batch_size);
   const Device dev = c.device != "cuda" ? Device::cpu() : Device::cuda(group ? dist::default_group_device() : 0);
+  if (dev.is_cpu()) std::printf("cpu kernels: %s\n", kernels::cpu_kernels_description().c_str());
   std::optional<DType> amp_dtype;
   if (c.amp == "bf16") amp_dtype = DType::BF16;
   if (c.amp == "fp16") amp_dtype = DType::F16;

@@ -17,6 +17,7 @@
 #include "serialize/serialize.h"
 #include "framework/cuda.h"
 #include "framework/json.h"
+#include "ops/cpu_isa.h"
 #include "targets.h"
 #include "temp_dir.h"
 
@@ -471,4 +472,16 @@ TEST_CASE("every key of the JSON summary is documented by --help and the README"
     CHECK(help.find(key) != std::string::npos);
     CHECK(readme.find("`" + key + "`") != std::string::npos);
   }
+}
+
+TEST_CASE("minidl-train names the CPU kernel set it runs, and refuses an unknown MINIDL_MAX_CPU_ISA", "[train_program]") {
+  TempDir dir;
+  write_mnist_like(dir, 40, 20);
+  Result r = run_train("--data " + dir.path.string() + " --epochs 1 --no-progress");
+  CHECK(r.status == 0);
+  CHECK(r.output.find(std::string("cpu kernels: ") + minidl::kernels::cpu_isa_name(minidl::kernels::active_cpu_isa())) != std::string::npos);
+  r = run_command("MINIDL_MAX_CPU_ISA=sse9 " + std::string(MINIDL_TRAIN_BIN) + " --data " + dir.path.string() +
+                  " --epochs 1 --no-progress 2>&1");
+  CHECK(r.status == 1);
+  CHECK(r.output.find("MINIDL_MAX_CPU_ISA: unknown value 'sse9' (expected baseline, avx2 or avx512)") != std::string::npos);
 }

@@ -1,5 +1,11 @@
-// Fills the dispatch tables with the CPU kernels of each family.
+// Fills the dispatch tables with the CPU kernels of each family: the entry of one kernel set.
+// cmake/cpu_kernels.cmake compiles this folder once per x86-64 level and names each set's entry
+// through MINIDL_CPU_KERNELS_ENTRY; ops/cpu_isa.cpp calls the one the CPU runs.
 #include "ops/kernels.h"
+
+#ifndef MINIDL_CPU_KERNELS_ENTRY
+#error "ops/cpu is compiled through cmake/cpu_kernels.cmake, which names the kernel set's entry"
+#endif
 
 namespace minidl::kernels::cpu {
 
@@ -19,7 +25,7 @@ void register_conv(Registry& r);
 void register_pool(Registry& r);
 void register_batch_norm(Registry& r);
 
-void register_kernels(Registry& r) {
+void register_all(Registry& r) {
   register_copy(r);
   register_elementwise(r);
   register_gemm(r);
@@ -38,3 +44,5 @@ void register_kernels(Registry& r) {
 }
 
 }  // namespace minidl::kernels::cpu
+
+extern "C" void MINIDL_CPU_KERNELS_ENTRY(minidl::kernels::Registry& r) { minidl::kernels::cpu::register_all(r); }

@@ -1,0 +1,220 @@
+// The CPU kernel sets (ops/cpu_isa.h): which one runs, and every set this CPU can run against the
+// baseline set and against double-precision references. The rest of the suite runs on the active
+// set; tests/CMakeLists.txt runs the kernel-heavy test programs again capped at lower sets.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "framework/cpu_features.h"
+#include "framework/half.h"
+#include "ops/cpu_isa.h"
+#include "ops/kernels.h"
+#include "ops/ops.h"
+
+using namespace minidl;
+namespace K = minidl::kernels;
+
+namespace {
+
+// The compiled sets this CPU runs, lowest first.
+std::vector<K::CpuIsa> runnable_sets() {
+  std::vector<K::CpuIsa> out;
+  for (K::CpuIsa isa : K::compiled_cpu_isas())
+    if (isa <= K::best_cpu_isa()) out.push_back(isa);
+  return out;
+}
+
+K::Registry tables_of(K::CpuIsa isa) {
+  K::Registry r;
+  K::register_cpu_kernels(r, isa);
+  return r;
+}
+
+std::vector<float> random_floats(size_t n, unsigned seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// f32 values that exercise every branch of the f16/bf16 narrowing: subnormals of both formats,
+// rounding ties, overflow, infinities, NaNs of both signs, and values around 1.
+std::vector<float> conversion_inputs() {
+  std::vector<float> v = random_floats(700, 11);
+  const float specials[] = {0.0f, -0.0f, 1.0f, -1.0f, 65504.0f, 65520.0f, 1e5f, -1e5f, 6e-8f, 3e-5f, -6.1e-5f,
+                            1e-40f, -1e-40f, 1.17549435e-38f, 3.4028235e38f, 1.0f + 0x1p-8f, 1.0f + 0x1p-11f,
+                            std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN()};
+  for (float s : specials) v.push_back(s);
+  for (int i = 0; i < 64; ++i) v.push_back(std::ldexp(1.0f + i / 64.0f, -140 + i));  // f32 subnormals up to normals
+  return v;
+}
+
+std::vector<uint16_t> bits16(const Tensor& t) {
+  std::vector<uint16_t> out(static_cast<size_t>(t.numel()));
+  std::memcpy(out.data(), t.raw_data(), out.size() * 2);
+  return out;
+}
+
+std::vector<uint32_t> bits32(const Tensor& t) {
+  std::vector<uint32_t> out(static_cast<size_t>(t.numel()));
+  std::memcpy(out.data(), t.raw_data(), out.size() * 4);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the active CPU kernel set is compiled, runs on this CPU and honours MINIDL_MAX_CPU_ISA", "[cpu_isa]") {
+  const std::vector<K::CpuIsa> compiled = K::compiled_cpu_isas();
+  const K::CpuIsa active = K::active_cpu_isa();
+  CHECK(std::find(compiled.begin(), compiled.end(), active) != compiled.end());
+  CHECK(active <= K::best_cpu_isa());
+  const std::string description = K::cpu_kernels_description();
+  CHECK(description.rfind(K::cpu_isa_name(active), 0) == 0);
+  if (!cpu_features().model.empty()) CHECK(description.find(cpu_features().model) != std::string::npos);
+  if (K::cpu_isa_dispatch()) {
+    CHECK(compiled.size() == 3);
+    const char* cap = std::getenv("MINIDL_MAX_CPU_ISA");
+    K::CpuIsa expected = K::best_cpu_isa();
+    if (cap != nullptr && *cap != '\0')
+      for (K::CpuIsa isa : compiled)
+        if (std::string(cap) == K::cpu_isa_name(isa)) expected = std::min(expected, isa);
+    CHECK(active == expected);
+  }
+  // The levels nest: a CPU with x86-64-v4 has v3.
+  if (cpu_features().x86_64_v4) CHECK(cpu_features().x86_64_v3);
+  if (cpu_features().avx512_bf16) CHECK(cpu_features().x86_64_v4);
+}
+
+TEST_CASE("a kernel set this build lacks or this CPU cannot run is refused with a clear error", "[cpu_isa]") {
+  int refused = 0;
+  for (K::CpuIsa isa : {K::CpuIsa::Baseline, K::CpuIsa::Avx2, K::CpuIsa::Avx512}) {
+    const std::vector<K::CpuIsa> compiled = K::compiled_cpu_isas();
+    const bool is_compiled = std::find(compiled.begin(), compiled.end(), isa) != compiled.end();
+    if (is_compiled && isa <= K::best_cpu_isa()) continue;
+    K::Registry r;
+    const std::string why = is_compiled ? "this CPU cannot run the " : "this build holds no ";
+    CHECK_THROWS_WITH(K::register_cpu_kernels(r, isa), Catch::Contains("register_cpu_kernels") && Catch::Contains(why + K::cpu_isa_name(isa)));
+    ++refused;
+  }
+  // Only a run-time-choice build on an AVX-512 CPU runs every set.
+  if (!(K::cpu_isa_dispatch() && K::best_cpu_isa() == K::CpuIsa::Avx512)) CHECK(refused > 0);
+}
+
+TEST_CASE("every CPU kernel set fills the same tables", "[cpu_isa]") {
+  const std::vector<K::CpuIsa> sets = runnable_sets();
+  const K::Registry base = tables_of(sets.front());
+  for (K::CpuIsa isa : sets) {
+    const K::Registry r = tables_of(isa);
+    std::vector<bool> a, b;
+    K::for_each_table(base, [&](const char*, const auto& t) {
+      for (int d = 0; d < kNumDTypes; ++d) a.push_back(t.has(DeviceType::CPU, static_cast<DType>(d)));
+    });
+    K::for_each_table(r, [&](const char*, const auto& t) {
+      for (int d = 0; d < kNumDTypes; ++d) b.push_back(t.has(DeviceType::CPU, static_cast<DType>(d)));
+    });
+    INFO("set " << K::cpu_isa_name(isa));
+    CHECK(a == b);
+    CHECK(std::count(b.begin(), b.end(), true) > 50);
+  }
+}
+
+TEST_CASE("every CPU kernel set converts f16/bf16 bit for bit like the baseline set, at every tail length", "[cpu_isa]") {
+  const std::vector<float> values = conversion_inputs();
+  const std::vector<K::CpuIsa> sets = runnable_sets();
+  const K::Registry base = tables_of(K::CpuIsa::Baseline);
+  for (K::CpuIsa isa : sets) {
+    const K::Registry r = tables_of(isa);
+    INFO("set " << K::cpu_isa_name(isa));
+    for (DType low : {DType::F16, DType::BF16}) {
+      INFO("dtype " << dtype_name(low));
+      // Lengths around the vector widths (8, 16, 32) and the kernels' 256-element blocks.
+      const std::vector<int64_t> lengths = {1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 255, 256, 257, static_cast<int64_t>(values.size())};
+      for (int64_t n : lengths) {
+        const std::vector<float> head(values.end() - n, values.end());  // the specials are at the end
+        const Tensor src = from_vector(head);
+        Tensor narrow_base = empty({n}, low), narrow_set = empty({n}, low);
+        base.copy.get(Device::cpu(), low)(narrow_base, src);
+        r.copy.get(Device::cpu(), low)(narrow_set, src);
+        INFO("n " << n);
+        CHECK(bits16(narrow_set) == bits16(narrow_base));
+        Tensor wide_base = empty({n}, DType::F32), wide_set = empty({n}, DType::F32);
+        base.copy.get(Device::cpu(), DType::F32)(wide_base, narrow_base);
+        r.copy.get(Device::cpu(), DType::F32)(wide_set, narrow_base);
+        CHECK(bits32(wide_set) == bits32(wide_base));
+      }
+    }
+  }
+}
+
+TEST_CASE("every CPU kernel set multiplies matrices within the f32 rounding bound of a double reference", "[cpu_isa]") {
+  const int64_t m = 37, k = 129, n = 45;  // not multiples of any register block
+  const std::vector<float> av = random_floats(m * k, 3), bv = random_floats(k * n, 4);
+  const Tensor a = from_vector(av, {m, k}), b = from_vector(bv, {k, n});
+  const double eps = std::numeric_limits<float>::epsilon();
+  for (K::CpuIsa isa : runnable_sets()) {
+    const K::Registry r = tables_of(isa);
+    INFO("set " << K::cpu_isa_name(isa));
+    for (bool transposed_b : {false, true}) {
+      const Tensor bb = transposed_b ? from_vector(bv, {n, k}).t() : b;
+      const std::vector<float> bt = bb.contiguous().to_vector<float>();
+      Tensor c = zeros({m, n});
+      r.gemm.get(Device::cpu(), DType::F32)(c, a, bb, 1.0, 0.0);
+      const std::vector<float> cv = c.to_vector<float>();
+      int bad = 0;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double ref = 0, mag = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            ref += static_cast<double>(av[i * k + p]) * bt[p * n + j];
+            mag += std::fabs(static_cast<double>(av[i * k + p]) * bt[p * n + j]);
+          }
+          // Any summation order: |error| <= k * eps * sum |a_ip b_pj| (first-order bound).
+          if (std::fabs(cv[i * n + j] - ref) > k * eps * mag) ++bad;
+        }
+      CHECK(bad == 0);
+    }
+  }
+}
+
+TEST_CASE("every CPU kernel set's exp, tanh, sigmoid and gelu agree with double references", "[cpu_isa]") {
+  std::vector<float> xv = random_floats(1000, 5, 4.0f);
+  for (int64_t len : {int64_t{1000}, int64_t{13}}) {
+    const std::vector<float> head(xv.begin(), xv.begin() + len);
+    const Tensor x = from_vector(head);
+    struct Case {
+      K::UnaryOp op;
+      double (*ref)(double);
+      double tol_eps;  // relative tolerance in f32 epsilons (vectorized approximations, not libm)
+    };
+    const Case cases[] = {
+        {K::UnaryOp::Exp, [](double v) { return std::exp(v); }, 8},
+        {K::UnaryOp::Tanh, [](double v) { return std::tanh(v); }, 8},
+        {K::UnaryOp::Sigmoid, [](double v) { return 1 / (1 + std::exp(-v)); }, 8},
+        {K::UnaryOp::Gelu, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }, 16},
+    };
+    const double eps = std::numeric_limits<float>::epsilon();
+    for (K::CpuIsa isa : runnable_sets()) {
+      const K::Registry r = tables_of(isa);
+      for (const Case& c : cases) {
+        Tensor out = empty({len});
+        r.unary.get(Device::cpu(), DType::F32)(c.op, out, x, 0.0, 0.0);
+        const std::vector<float> ov = out.to_vector<float>();
+        int bad = 0;
+        for (int64_t i = 0; i < len; ++i) {
+          const double ref = c.ref(head[i]);
+          if (std::fabs(ov[i] - ref) > c.tol_eps * eps * std::max(std::fabs(ref), 1e-3)) ++bad;
+        }
+        INFO("set " << K::cpu_isa_name(isa) << " op " << static_cast<int>(c.op) << " len " << len);
+        CHECK(bad == 0);
+      }
+    }
+  }
+}
