@@ -10,7 +10,7 @@
 // fixed numbers from another run; bench/compare/run.sh measures PyTorch side by side instead.
 //
 //   build-bench/bench/minidl-bench-step [reps=5] [models=mlp,lenet,cnn,resnet20]
-//   build-bench/bench/minidl-bench-step --one MODEL f32|bf16|fp16 STEPS REPS
+//   build-bench/bench/minidl-bench-step --one MODEL f32|bf16|fp16 STEPS REPS [BATCH]
 // The second form (used by bench/compare/) runs one workload and prints one JSON line: samples/s
 // per repetition, seconds from the start of main to the end of the first step, threads.
 #include <omp.h>
@@ -187,8 +187,8 @@ int os_threads() {
 // --one MODEL PRECISION STEPS REPS: one workload, one JSON line (bench/compare/ runs one process per
 // workload so that each gets its own peak RSS and time to the first step).
 int run_one(int argc, char** argv) {
-  if (argc != 6) {
-    std::fprintf(stderr, "usage: minidl-bench-step --one MODEL f32|bf16|fp16 STEPS REPS\n");
+  if (argc != 6 && argc != 7) {
+    std::fprintf(stderr, "usage: minidl-bench-step --one MODEL f32|bf16|fp16 STEPS REPS [BATCH]\n");
     return 2;
   }
   const std::string model = argv[2], prec = argv[3];
@@ -197,10 +197,14 @@ int run_one(int argc, char** argv) {
   for (const ModelSpec& m : kModels)
     if (model == m.name) spec = &m;
   const Precision p = prec == "f32" ? Precision::F32 : prec == "bf16" ? Precision::BF16 : Precision::FP16;
-  if (!spec || (prec != "f32" && prec != "bf16" && prec != "fp16") || steps < 1 || reps < 1) {
-    std::fprintf(stderr, "minidl-bench-step --one: unknown model or precision, or steps/reps < 1\n");
+  const int64_t batch = argc == 7 ? std::atoll(argv[6]) : (spec ? spec->batch : 0);
+  if (!spec || (prec != "f32" && prec != "bf16" && prec != "fp16") || steps < 1 || reps < 1 || batch < 1) {
+    std::fprintf(stderr, "minidl-bench-step --one: unknown model or precision, or steps/reps/batch < 1\n");
     return 2;
   }
+  ModelSpec sized = *spec;
+  sized.batch = batch;  // the batch-size scaling runs of bench/compare/
+  spec = &sized;
   Runner runner(*spec);
   runner.run({p, false}, 1);
   const double first = std::chrono::duration<double>(std::chrono::steady_clock::now() - kStart).count();
@@ -209,7 +213,7 @@ int run_one(int argc, char** argv) {
               "\"first_step_s\": %.4f, \"samples_per_s\": [",
               spec->name, prec.c_str(), (long long)spec->batch, omp_get_max_threads(), first);
   for (int r = 0; r < reps; ++r) std::printf("%s%.2f", r ? ", " : "", steps * spec->batch / runner.run({p, false}, steps));
-  std::printf("], \"os_threads\": %d}\n", os_threads());
+  std::printf("], \"os_threads\": %d, \"cpu_kernels\": \"%s\"}\n", os_threads(), kernels::cpu_kernels_description().c_str());
   return 0;
 }
 }  // namespace

@@ -109,6 +109,8 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--models", default="mlp,lenet,cnn,resnet20")
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("--scaling", action="store_true",
+                    help="also minidl's 1 -> 2 thread speed-up and batch 64-512 samples/s on the CNN steps")
     a = ap.parse_args()
     reps = 1 if a.quick else a.reps
     models = a.models.split(",")
@@ -215,6 +217,8 @@ def main():
              "; ".join(f"{m}: {env_label(best[m][1], best[m][2])}" for m in models) + ".",
              "FLOPs: 3 x the forward's conv/linear multiply-adds x 2 (bench/compare/torch_models.py)."]
     text = "\n".join(notes) + "\n\n" + "\n".join(lines) + "\n"
+    if a.scaling:
+        text += "\n" + scaling_tables(a.bench, [m for m in models if m in ("cnn", "resnet20")], reps)
     print("\n" + text)
     os.makedirs(a.out, exist_ok=True)
     stem = os.path.join(a.out, datetime.datetime.utcnow().strftime("%Y%m%d-%H%M%S") + ("-quick" if a.quick else ""))
@@ -224,6 +228,33 @@ def main():
         json.dump({"cpu": cpu, "fma": fma, "reps": reps, "quick": a.quick, "rows": rows,
                    "pytorch_search": {m: env_label(best[m][1], best[m][2]) for m in models}}, f, indent=1)
     print(f"written: {stem}.md, {stem}.json")
+
+
+def scaling_tables(bench, models, reps):
+    """minidl's f32 CNN steps on 1 and 2 threads, and at batch 64 to 512 (samples/s per sample should
+    stay flat), alternated like the main table; markdown text."""
+    runs = {}
+    for rep in range(reps):
+        for m in models:
+            steps = STEPS[m][0]
+            configs = [("t1", {"OMP_NUM_THREADS": "1"}, None), ("t2", {"OMP_NUM_THREADS": "2"}, None)]
+            configs += [(f"b{b}", {}, b) for b in (64, 128, 256, 512)]
+            for key, env, batch in (configs if rep % 2 == 0 else configs[::-1]):
+                # Bigger batches run fewer steps for about the same time per run.
+                n = steps if batch is None else max(2, steps * 64 // batch)
+                cmd = [bench, "--one", m, "f32", str(n), "1"] + ([str(batch)] if batch else [])
+                runs.setdefault((m, key), []).append(run_measured(cmd, env)["samples_per_s"][0])
+        print(f"scaling repetition {rep + 1}/{reps} done", flush=True)
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    out = [f"minidl f32 scaling, medians of {reps} alternated repetitions:", "",
+           "| model | 1 thread samples/s | 2 threads | speed-up | b64 | b128 | b256 | b512 | b512 / b64 |",
+           "|" + " --- |" * 9]
+    for m in models:
+        t1, t2 = med[(m, "t1")], med[(m, "t2")]
+        bs = [med[(m, f"b{b}")] for b in (64, 128, 256, 512)]
+        out.append(f"| {m} | {t1:.0f} | {t2:.0f} | {t2 / t1:.2f}x | " + " | ".join(f"{b:.0f}" for b in bs) +
+                   f" | {bs[-1] / bs[0]:.2f} |")
+    return "\n".join(out) + "\n"
 
 
 if __name__ == "__main__":

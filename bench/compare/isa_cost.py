@@ -1,0 +1,64 @@
+"""The price of run-time CPU kernel choice: minidl-bench-step from a default build (kernel sets
+chosen at run time, ops/cpu_isa.h) against the same source built with MINIDL_NATIVE=ON
+(-march=native, one set), alternated in one run, and the lower sets of the default build
+(MINIDL_MAX_CPU_ISA) beside them to show what each level buys. bench/compare/isa_cost.sh builds
+both binaries and calls this; what it measured is recorded in bench/README.md.
+
+    python3 isa_cost.py --dispatch BIN --native BIN [--reps N] [--models a,b] [--precisions f32,bf16]
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare import STEPS, cpu_model, run_measured  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dispatch", required=True, help="minidl-bench-step of the default build")
+    ap.add_argument("--native", required=True, help="minidl-bench-step of a MINIDL_NATIVE=ON build")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--models", default="mlp,lenet,cnn,resnet20")
+    ap.add_argument("--precisions", default="f32,bf16")
+    a = ap.parse_args()
+    models, precisions = a.models.split(","), a.precisions.split(",")
+
+    # The configurations: native; run-time choice uncapped; then each lower set the CPU has.
+    probe = run_measured([a.dispatch, "--one", "mlp", "f32", "2", "1"])
+    best = probe["cpu_kernels"].split()[0]
+    rank = {"baseline": 0, "avx2": 1, "avx512": 2}
+    configs = [("native", a.native, {}), (f"run-time ({best})", a.dispatch, {})]
+    configs += [(f"capped {s}", a.dispatch, {"MINIDL_MAX_CPU_ISA": s}) for s in ("avx2", "baseline") if rank[s] < rank[best]]
+    print(f"CPU: {cpu_model()}; kernels of the default build: {probe['cpu_kernels']}", flush=True)
+
+    results = {}
+    for rep in range(a.reps):
+        order = configs if rep % 2 == 0 else configs[::-1]
+        for m in models:
+            for prec in precisions:
+                for label, binary, env in order:
+                    r = run_measured([binary, "--one", m, prec, str(STEPS[m][0]), "1"], env)
+                    results.setdefault((m, prec, label), []).append(r["samples_per_s"][0])
+        print(f"repetition {rep + 1}/{a.reps} done", flush=True)
+
+    labels = [c[0] for c in configs]
+    print(f"\nsamples/s, median of {a.reps} alternated repetitions (ratio to native)\n")
+    print("| model | precision | " + " | ".join(labels) + " |")
+    print("| --- | --- | " + " | ".join("---" for _ in labels) + " |")
+    for m in models:
+        for prec in precisions:
+            native = statistics.median(results[(m, prec, "native")])
+            cells = []
+            for label in labels:
+                med = statistics.median(results[(m, prec, label)])
+                cells.append(f"{med:.0f}" if label == "native" else f"{med:.0f} ({med / native:.2f}x)")
+            print(f"| {m} | {prec} | " + " | ".join(cells) + " |")
+    print(json.dumps({"cpu": cpu_model(), "kernels": probe["cpu_kernels"], "reps": a.reps,
+                      "results": {f"{k[0]}/{k[1]}/{k[2]}": v for k, v in results.items()}}))
+
+
+if __name__ == "__main__":
+    main()
