@@ -19,7 +19,10 @@
 //   forward (distributed/replicate.h): its parameters are recorded copies of the module's, so
 //   their gradients flow back into the module's .grad; its buffers are copies, and what it writes
 //   into them is lost (as PyTorch: only devices[0]'s buffer updates are kept). The module's
-//   structure must not change after DataParallel is built.
+//   structure must not change after DataParallel is built. A graph kept from an earlier forward
+//   (two forwards, then one backward) reads the replicas as the latest forward refreshed them:
+//   the same values, unless the module's parameters were changed in between (PyTorch's replicas
+//   would keep the old values there).
 //
 //   dist::DataParallel dp(model, 2);                  // two threads
 //   { amp::autocast scope(DeviceType::CPU); out = dp.forward(x); }   // bf16 on both threads

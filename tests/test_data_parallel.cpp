@@ -199,6 +199,25 @@ TEST_CASE("DataParallel replication: forward and backward equal the single modul
   SECTION("bf16 autocast") { check_replicated_matches(DType::BF16); }
 }
 
+TEST_CASE("DataParallel replication: two forwards, one backward (accumulation across micro-batches)", "[dist][data_parallel]") {
+  manual_seed(13);
+  auto net = std::make_shared<Recorded>(std::make_shared<Record>());
+  net->eval();
+  const Tensor x1 = randn({6, 6}), x2 = randn({6, 6}), t1 = randn({6, 3}), t2 = randn({6, 3});
+  add(mse_loss(nn::call(*net, x1), t1), mse_loss(nn::call(*net, x2), t2)).backward();
+  std::vector<Tensor> want;
+  for (const Tensor& p : net->parameters()) want.push_back(p.grad().clone());
+  net->zero_grad();
+  // The second forward refreshes the replicas while the first graph still holds them.
+  dist::DataParallel dp(net, 2, dist::DataParallelOptions().replicate());
+  Tensor l1 = mse_loss(dp.forward(x1), t1);
+  Tensor l2 = mse_loss(dp.forward(x2), t2);
+  add(l1, l2).backward();
+  const auto params = net->parameters();
+  for (size_t i = 0; i < params.size(); ++i)
+    check_norm_close(params[i].grad(), want[i], 8 * traits(DType::F32).eps, "gradient of " + params[i].name());
+}
+
 TEST_CASE("DataParallel replication: a module's own autocast setting holds in its replicas", "[dist][data_parallel][amp]") {
   auto record = std::make_shared<Record>();
   auto net = std::make_shared<Recorded>(record);
