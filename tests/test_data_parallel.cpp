@@ -297,6 +297,50 @@ TEST_CASE("DataParallel replication: every built-in model replicates", "[dist][d
   }
 }
 
+TEST_CASE("DataParallel replication: every built-in layer's clone_structure() keeps its configuration", "[dist][data_parallel]") {
+  using namespace nn;
+  auto all = std::make_shared<ModuleList>();
+  all->push_back(std::make_shared<Linear>(5, 3, false));
+  all->push_back(std::make_shared<Conv2d>(Conv2dOptions(3, 4, 3).stride(2).padding(1).bias(false)));
+  all->push_back(std::make_shared<BatchNorm1d>(4, 1e-3, std::nullopt, false));
+  all->push_back(std::make_shared<BatchNorm2d>(4));
+  all->push_back(std::make_shared<LayerNorm>(LayerNormOptions({4}).eps(1e-3)));
+  all->push_back(std::make_shared<GroupNorm>(2, 4));
+  all->push_back(std::make_shared<RMSNorm>(RMSNormOptions({4}).elementwise_affine(false)));
+  all->push_back(std::make_shared<Embedding>(EmbeddingOptions(10, 4).padding_idx(0)));
+  all->push_back(std::make_shared<Conv1d>(Conv1dOptions(2, 3, 3).stride(2)));
+  all->push_back(std::make_shared<ReLU>());
+  all->push_back(std::make_shared<LeakyReLU>(LeakyReLUOptions().negative_slope(0.2)));
+  all->push_back(std::make_shared<GELU>(GELUOptions().approximate("tanh")));
+  all->push_back(std::make_shared<Sigmoid>());
+  all->push_back(std::make_shared<Tanh>());
+  all->push_back(std::make_shared<Softmax>(0));
+  all->push_back(std::make_shared<LogSoftmax>(1));
+  all->push_back(std::make_shared<MaxPool2d>(3, 2, 1));
+  all->push_back(std::make_shared<AvgPool2d>(2));
+  all->push_back(std::make_shared<AdaptiveAvgPool2d>(Size2{2, 3}));
+  all->push_back(std::make_shared<Dropout>(0.3));
+  all->push_back(std::make_shared<Dropout2d>(0.2));
+  all->push_back(std::make_shared<Flatten>(FlattenOptions().start_dim(2)));
+  all->push_back(std::make_shared<Identity>());
+  all->push_back(std::make_shared<Sequential>(std::make_shared<ReLU>(), std::make_shared<Linear>(4, 2)));
+  all->push_back(std::make_shared<CrossEntropyLoss>(CrossEntropyLossOptions().label_smoothing(0.1)));
+  all->push_back(std::make_shared<MSELoss>());
+  all->push_back(std::make_shared<BCEWithLogitsLoss>());
+  all->push_back(std::make_shared<MultiheadAttention>(MultiheadAttentionOptions(8, 2)));
+  all->push_back(std::make_shared<TransformerEncoderLayer>(TransformerEncoderLayerOptions(8, 2)));
+  nn::ModulePtr replica = dist::detail::make_replica_structure(*all);
+  dist::detail::refresh_replica(*replica, *all, Device::cpu());  // checks types, names and shapes module by module
+  CHECK(replica->summary() == all->summary());  // each module's describe(): its configuration
+  const auto mine = replica->named_modules(), theirs = all->named_modules();
+  REQUIRE(mine.size() == theirs.size());
+  for (size_t i = 0; i < mine.size(); ++i) {
+    CHECK(mine[i].first == theirs[i].first);
+    CHECK(typeid(*mine[i].second) == typeid(*theirs[i].second));
+    CHECK(mine[i].second.get() != theirs[i].second.get());  // a module of its own
+  }
+}
+
 namespace {
 struct NotCloneable : nn::Layer {
   std::shared_ptr<nn::Linear> fc;
