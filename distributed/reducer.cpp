@@ -1,7 +1,9 @@
 // DDP's gradient reducer: see reducer.h.
 #include "distributed/reducer.h"
 
+#include <algorithm>
 #include <sstream>
+#include <thread>
 #include <unordered_set>
 
 #include "autograd/engine.h"
@@ -39,7 +41,23 @@ void verify_same_parameters(const std::vector<Tensor>& params, ProcessGroup& gro
                  all[r].to_vector<int64_t>()[0], " of ", all[r].to_vector<int64_t>()[1],
                  " (or other shapes/dtypes): every rank must build the same model");
 }
+using Clock = std::chrono::steady_clock;
 }  // namespace
+
+double BackwardTiming::overlap_fraction() const {
+  double before_end = 0, total = 0;
+  for (const BucketTiming& b : buckets) {
+    total += std::chrono::duration<double>(b.completed - b.launched).count();
+    before_end += std::max(0.0, std::chrono::duration<double>(std::min(b.completed, backward_end) - b.launched).count());
+  }
+  return total > 0 ? before_end / total : 0.0;
+}
+
+std::chrono::duration<double> BackwardTiming::exposed() const {
+  Clock::time_point last = backward_end;
+  for (const BucketTiming& b : buckets) last = std::max(last, b.completed);
+  return last - backward_end;
+}
 
 Reducer::Reducer(std::vector<Tensor> params, std::vector<Tensor> buffers, ProcessGroupPtr group, DDPOptions options)
     : buffers_(std::move(buffers)), group_(std::move(group)), options_(options) {
@@ -113,6 +131,7 @@ void Reducer::reset_iteration() {
   for (Bucket& b : buckets_) {
     b.pending = b.params.size();
     b.work.reset();
+    b.seen_complete = false;
   }
   next_bucket_ = 0;
   callback_queued_ = false;
@@ -188,16 +207,39 @@ void Reducer::mark_ready(size_t i, bool has_grad) {
 void Reducer::launch_complete_buckets() {
   while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0) {
     Bucket& b = buckets_[next_bucket_++];
+    if (timing_callback_) b.timing = {b.flat.nbytes(), Clock::now(), {}};
     b.work = group_->allreduce({b.flat}, AllreduceOptions().op(ReduceOp::Avg));
   }
 }
 
 void Reducer::poll() {
-  for (size_t b = 0; b < next_bucket_; ++b)
-    if (buckets_[b].work) buckets_[b].work->is_completed();
+  for (size_t i = 0; i < next_bucket_; ++i) {
+    Bucket& b = buckets_[i];
+    if (!b.work || b.seen_complete || !b.work->is_completed()) continue;
+    b.seen_complete = true;
+    if (timing_callback_) b.timing.completed = Clock::now();
+  }
+}
+
+void Reducer::wait_all_buckets() {
+  if (!timing_callback_) {
+    for (size_t i = 0; i < next_bucket_; ++i) buckets_[i].work->wait();
+    return;
+  }
+  // Polls them all, so each one's completion is noted when it happens, not when an earlier
+  // bucket's wait returns.
+  for (;;) {
+    poll();
+    bool all = true;
+    for (size_t i = 0; i < next_bucket_; ++i) all = all && buckets_[i].seen_complete;
+    if (all) break;
+    std::this_thread::yield();
+  }
+  for (size_t i = 0; i < next_bucket_; ++i) buckets_[i].work->wait();  // completed: returns at once
 }
 
 void Reducer::finalize() {
+  const Clock::time_point backward_end = timing_callback_ ? Clock::now() : Clock::time_point();
   if (next_bucket_ < buckets_.size()) {
     std::vector<size_t> missing;
     for (size_t i = 0; i < params_.size(); ++i)
@@ -205,7 +247,7 @@ void Reducer::finalize() {
     if (!options_.find_unused_parameters_) {
       std::ostringstream names;
       for (size_t k = 0; k < missing.size(); ++k) names << (k ? ", " : "") << param_name(params_[missing[k]], missing[k]);
-      for (size_t b = 0; b < next_bucket_; ++b) buckets_[b].work->wait();
+      wait_all_buckets();
       reset_iteration();
       MINIDL_FAIL(kOp, "expected every parameter to receive a gradient in backward, but ", missing.size(),
                   " did not: ", names.str(),
@@ -213,7 +255,12 @@ void Reducer::finalize() {
     }
     for (size_t i : missing) mark_ready(i, false);  // reached by the graph but given no gradient
   }
-  for (Bucket& b : buckets_) b.work->wait();
+  wait_all_buckets();
+  if (timing_callback_) {
+    BackwardTiming timing{backward_end, {}};
+    for (const Bucket& b : buckets_) timing.buckets.push_back(b.timing);
+    timing_callback_(timing);
+  }
   std::vector<char> globally_used(params_.size(), 1);
   if (options_.find_unused_parameters_) {
     // A parameter no rank used keeps its .grad untouched (as PyTorch); one that some rank used gets

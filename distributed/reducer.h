@@ -5,8 +5,10 @@
 // same order) its averaging allreduce starts, overlapping the rest of backward. The end-of-backward
 // callback the first hook queued waits for every bucket and writes the averages back into .grad.
 #pragma once
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "distributed/process_group.h"
@@ -28,6 +30,26 @@ struct DDPOptions {
   DDPOptions& find_unused_parameters(bool v = true) { find_unused_parameters_ = v; return *this; }
   DDPOptions& broadcast_buffers(bool v) { broadcast_buffers_ = v; return *this; }
   DDPOptions& root_rank(int v) { root_rank_ = v; return *this; }
+};
+
+// When each bucket's allreduce ran during one synchronized backward, against the end of backward:
+// what the overlap of communication with backward is measured from (bench/bench_ddp.cpp). Opt-in
+// (Reducer::set_timing_callback): without a callback the reducer reads no clock.
+struct BucketTiming {
+  size_t bytes = 0;
+  std::chrono::steady_clock::time_point launched;   // the allreduce was posted
+  std::chrono::steady_clock::time_point completed;  // first seen complete: by the poll of a later
+                                                    // gradient hook, or by the end-of-backward wait
+};
+struct BackwardTiming {
+  std::chrono::steady_clock::time_point backward_end;  // the engine had run the whole graph (the
+                                                       // end-of-backward callback began)
+  std::vector<BucketTiming> buckets;                   // in launch order
+  // Of the buckets' allreduce time (launch to completion, summed), the fraction that ran before
+  // backward_end; 0 without buckets or time.
+  double overlap_fraction() const;
+  // How long the end of backward waited for the last allreduce (0 when all were done by then).
+  std::chrono::duration<double> exposed() const;
 };
 
 class Reducer {
@@ -56,6 +78,9 @@ class Reducer {
   // Buckets whose allreduce was started in the backward now running (0 outside backward).
   size_t launched_buckets() const { return next_bucket_; }
   const ProcessGroupPtr& group() const { return group_; }
+  // Called at the end of each synchronized backward with its bucket timing; nullptr stops timing.
+  using TimingCallback = std::function<void(const BackwardTiming&)>;
+  void set_timing_callback(TimingCallback callback) { timing_callback_ = std::move(callback); }
 
  private:
   struct Bucket {
@@ -64,6 +89,8 @@ class Reducer {
     Tensor flat;                   // the gradients, concatenated, in the params' dtype
     size_t pending = 0;            // slots not yet filled this iteration
     WorkPtr work;
+    BucketTiming timing;           // filled only while a timing callback is set
+    bool seen_complete = false;
   };
 
   void on_grad_ready(size_t i);              // a parameter's post-accumulate-grad hook
@@ -71,6 +98,7 @@ class Reducer {
   void launch_complete_buckets();
   void poll();                               // lets in-flight allreduces progress
   void finalize();                           // the end-of-backward callback
+  void wait_all_buckets();                   // waits for every launched allreduce (noting when each finished, when timing)
   void reset_iteration();
   Tensor slot(size_t i) const;               // param i's slice of its bucket, shaped as the param
 
@@ -91,6 +119,7 @@ class Reducer {
   std::vector<char> ready_, locally_used_;
   size_t next_bucket_ = 0;       // the next bucket to launch
   bool callback_queued_ = false;
+  TimingCallback timing_callback_;
 };
 
 }  // namespace minidl::dist

@@ -11,6 +11,7 @@ class ReLU : public Layer {
  public:
   Tensor forward(const Tensor& input) override;
   std::string type_name() const override { return "ReLU"; }
+  ModulePtr clone_structure() const override { return std::make_shared<ReLU>(); }
   std::string describe() const override { return "ReLU()"; }
 };
 
@@ -25,6 +26,7 @@ class LeakyReLU : public Layer {
   explicit LeakyReLU(const LeakyReLUOptions& options = {}) : options(options) {}
   Tensor forward(const Tensor& input) override;
   std::string type_name() const override { return "LeakyReLU"; }
+  ModulePtr clone_structure() const override { return std::make_shared<LeakyReLU>(options); }
   std::string describe() const override;  // "LeakyReLU(negative_slope=0.01)"
   LeakyReLUOptions options;
 };
@@ -40,6 +42,7 @@ class GELU : public Layer {
   explicit GELU(const GELUOptions& options = {});
   Tensor forward(const Tensor& input) override;
   std::string type_name() const override { return "GELU"; }
+  ModulePtr clone_structure() const override { return std::make_shared<GELU>(options); }
   std::string describe() const override;  // "GELU(approximate='none')"
   GELUOptions options;
 };
@@ -48,6 +51,7 @@ class Sigmoid : public Layer {
  public:
   Tensor forward(const Tensor& input) override;
   std::string type_name() const override { return "Sigmoid"; }
+  ModulePtr clone_structure() const override { return std::make_shared<Sigmoid>(); }
   std::string describe() const override { return "Sigmoid()"; }
 };
 
@@ -55,6 +59,7 @@ class Tanh : public Layer {
  public:
   Tensor forward(const Tensor& input) override;
   std::string type_name() const override { return "Tanh"; }
+  ModulePtr clone_structure() const override { return std::make_shared<Tanh>(); }
   std::string describe() const override { return "Tanh()"; }
 };
 
@@ -63,6 +68,7 @@ class Softmax : public Layer {
   explicit Softmax(int64_t dim) : dim(dim) {}
   Tensor forward(const Tensor& input) override;
   std::string type_name() const override { return "Softmax"; }
+  ModulePtr clone_structure() const override { return std::make_shared<Softmax>(dim); }
   std::string describe() const override;  // "Softmax(dim=1)"
   int64_t dim;
 };
@@ -72,6 +78,7 @@ class LogSoftmax : public Layer {
   explicit LogSoftmax(int64_t dim) : dim(dim) {}
   Tensor forward(const Tensor& input) override;
   std::string type_name() const override { return "LogSoftmax"; }
+  ModulePtr clone_structure() const override { return std::make_shared<LogSoftmax>(dim); }
   std::string describe() const override;  // "LogSoftmax(dim=1)"
   int64_t dim;
 };

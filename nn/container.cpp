@@ -17,6 +17,17 @@ void Sequential::push_back(const std::string& name, AnyModule module) {
   modules_.push_back(std::move(module));
 }
 
+ModulePtr Sequential::clone_structure() const {
+  auto copy = std::make_shared<Sequential>();
+  for (const auto& [name, child] : named_children()) {
+    auto layer = std::dynamic_pointer_cast<Layer>(child->clone_structure());
+    MINIDL_CHECK(layer != nullptr, "Sequential::clone_structure", "module '", name, "' (", child->type_name(),
+                 ") is not an nn::Layer, so its replica cannot be called through an AnyModule");
+    copy->push_back(name, AnyModule(layer));
+  }
+  return copy;
+}
+
 Tensor Sequential::forward(const Tensor& input) {
   auto scope = forward_scope();
   Tensor x = input;
@@ -27,6 +38,12 @@ Tensor Sequential::forward(const Tensor& input) {
 const AnyModule& Sequential::operator[](size_t i) const {
   MINIDL_CHECK(i < modules_.size(), "Sequential", "index ", i, " is out of range for ", modules_.size(), " modules");
   return modules_[i];
+}
+
+ModulePtr ModuleList::clone_structure() const {
+  auto copy = std::make_shared<ModuleList>();
+  for (const ModulePtr& m : modules_) copy->push_back(m->clone_structure());
+  return copy;
 }
 
 void ModuleList::push_back(ModulePtr module) {

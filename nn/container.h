@@ -44,6 +44,7 @@ class Sequential : public Layer {
   std::vector<AnyModule>::const_iterator end() const { return modules_.end(); }
 
   std::string type_name() const override { return "Sequential"; }
+  ModulePtr clone_structure() const override;  // each child's clone_structure(), same names
 
  private:
   std::vector<AnyModule> modules_;
@@ -76,6 +77,7 @@ class ModuleList : public Module {
   std::vector<ModulePtr>::const_iterator end() const { return modules_.end(); }
 
   std::string type_name() const override { return "ModuleList"; }
+  ModulePtr clone_structure() const override;  // each child's clone_structure()
 
  private:
   std::vector<ModulePtr> modules_;

@@ -1,6 +1,7 @@
 #include "nn/conv.h"
 
 #include <cmath>
+#include <typeinfo>
 
 #include "framework/grad_mode.h"
 #include "framework/error.h"
@@ -70,6 +71,13 @@ BatchNorm::BatchNorm(int64_t features, int expected_dims, double eps, std::optio
   running_mean = register_buffer("running_mean", zeros({features}));
   running_var = register_buffer("running_var", ones({features}));
   num_batches_tracked = register_buffer("num_batches_tracked", zeros({}, DType::I64));
+}
+
+ModulePtr BatchNorm::clone_structure() const {
+  const bool affine = weight.defined();
+  if (typeid(*this) == typeid(BatchNorm1d)) return std::make_shared<BatchNorm1d>(features_, eps_, momentum_, affine);
+  if (typeid(*this) == typeid(BatchNorm2d)) return std::make_shared<BatchNorm2d>(features_, eps_, momentum_, affine);
+  return std::make_shared<BatchNorm>(features_, expected_dims_, eps_, momentum_, affine);
 }
 
 Tensor BatchNorm::forward(const Tensor& x) {

@@ -37,6 +37,7 @@ class Conv2d : public Layer {
   Tensor forward(const Tensor& x) override;  // [N, C, H, W] -> [N, O, H', W']
   std::string describe() const override;
   std::string type_name() const override { return "Conv2d"; }
+  ModulePtr clone_structure() const override { return std::make_shared<Conv2d>(options); }
 
   Conv2dOptions options;
   Tensor weight;  // [out, in/groups, kh, kw]
@@ -64,6 +65,7 @@ class MaxPool2d : public SquarePool2d {
   explicit MaxPool2d(int64_t kernel, int64_t stride = 0, int64_t padding = 0) : SquarePool2d(kernel, stride, padding) {}
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "MaxPool2d"; }
+  ModulePtr clone_structure() const override { return std::make_shared<MaxPool2d>(kernel()[0], stride()[0], padding()[0]); }
 };
 
 class AvgPool2d : public SquarePool2d {
@@ -71,6 +73,7 @@ class AvgPool2d : public SquarePool2d {
   explicit AvgPool2d(int64_t kernel, int64_t stride = 0, int64_t padding = 0) : SquarePool2d(kernel, stride, padding) {}
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "AvgPool2d"; }
+  ModulePtr clone_structure() const override { return std::make_shared<AvgPool2d>(kernel()[0], stride()[0], padding()[0]); }
 };
 
 class AdaptiveAvgPool2d : public Layer {
@@ -79,6 +82,7 @@ class AdaptiveAvgPool2d : public Layer {
   Tensor forward(const Tensor& x) override;
   std::string describe() const override;
   std::string type_name() const override { return "AdaptiveAvgPool2d"; }
+  ModulePtr clone_structure() const override { return std::make_shared<AdaptiveAvgPool2d>(out_); }
 
  private:
   Size2 out_;
@@ -95,6 +99,7 @@ class BatchNorm : public Layer {
   Tensor forward(const Tensor& x) override;
   std::string describe() const override;
   std::string type_name() const override { return expected_dims_ == 2 ? "BatchNorm1d" : "BatchNorm2d"; }
+  ModulePtr clone_structure() const override;  // a BatchNorm1d or BatchNorm2d of the same configuration
 
   Tensor weight, bias, running_mean, running_var, num_batches_tracked;
 
@@ -119,6 +124,7 @@ class Dropout2d : public Layer {
   Tensor forward(const Tensor& x) override;
   std::string describe() const override;
   std::string type_name() const override { return "Dropout2d"; }
+  ModulePtr clone_structure() const override { return std::make_shared<Dropout2d>(p_); }
 
  private:
   double p_;

@@ -22,6 +22,7 @@ class Dropout : public Layer {
   explicit Dropout(const DropoutOptions& options = {}, Generator* gen = nullptr);
   Tensor forward(const Tensor& input) override;
   std::string type_name() const override { return "Dropout"; }
+  ModulePtr clone_structure() const override { return std::make_shared<Dropout>(options, gen_); }
   std::string describe() const override;  // "Dropout(p=0.5)"
   DropoutOptions options;
 

@@ -32,6 +32,7 @@ class Linear : public Layer {
   Tensor forward(const Tensor& input) override;
   std::string describe() const override;  // "Linear(784 -> 256, bias)"
   std::string type_name() const override { return "Linear"; }
+  ModulePtr clone_structure() const override { return std::make_shared<Linear>(options); }
 
   LinearOptions options;
   Tensor weight;  // [out_features, in_features]

@@ -27,6 +27,7 @@ class CrossEntropyLoss : public Module {
   Tensor forward(const Tensor& input, const Tensor& target);
   Tensor operator()(const Tensor& input, const Tensor& target) { return forward(input, target); }
   std::string type_name() const override { return "CrossEntropyLoss"; }
+  ModulePtr clone_structure() const override { return std::make_shared<CrossEntropyLoss>(options); }
   std::string describe() const override;
   CrossEntropyLossOptions options;
   Tensor weight;
@@ -49,6 +50,7 @@ class NLLLoss : public Module {
   Tensor forward(const Tensor& input, const Tensor& target);
   Tensor operator()(const Tensor& input, const Tensor& target) { return forward(input, target); }
   std::string type_name() const override { return "NLLLoss"; }
+  ModulePtr clone_structure() const override { return std::make_shared<NLLLoss>(options); }
   std::string describe() const override;
   NLLLossOptions options;
   Tensor weight;
@@ -67,6 +69,7 @@ class MSELoss : public Module {
   Tensor forward(const Tensor& input, const Tensor& target);
   Tensor operator()(const Tensor& input, const Tensor& target) { return forward(input, target); }
   std::string type_name() const override { return "MSELoss"; }
+  ModulePtr clone_structure() const override { return std::make_shared<MSELoss>(options); }
   std::string describe() const override;
   MSELossOptions options;
 };
@@ -77,6 +80,7 @@ class L1Loss : public Module {
   Tensor forward(const Tensor& input, const Tensor& target);
   Tensor operator()(const Tensor& input, const Tensor& target) { return forward(input, target); }
   std::string type_name() const override { return "L1Loss"; }
+  ModulePtr clone_structure() const override { return std::make_shared<L1Loss>(options); }
   std::string describe() const override;
   MSELossOptions options;  // the same single option
 };
@@ -98,6 +102,7 @@ class BCELoss : public Module {
   Tensor forward(const Tensor& input, const Tensor& target);
   Tensor operator()(const Tensor& input, const Tensor& target) { return forward(input, target); }
   std::string type_name() const override { return "BCELoss"; }
+  ModulePtr clone_structure() const override { return std::make_shared<BCELoss>(options); }
   std::string describe() const override;
   BCELossOptions options;
   Tensor weight;
@@ -110,6 +115,7 @@ class BCEWithLogitsLoss : public Module {
   Tensor forward(const Tensor& input, const Tensor& target);
   Tensor operator()(const Tensor& input, const Tensor& target) { return forward(input, target); }
   std::string type_name() const override { return "BCEWithLogitsLoss"; }
+  ModulePtr clone_structure() const override { return std::make_shared<BCEWithLogitsLoss>(options); }
   std::string describe() const override;
   BCELossOptions options;
   Tensor weight, pos_weight;

@@ -25,6 +25,12 @@ Tensor MLP::forward(const Tensor& x) {
   return layers_.back()->forward(h);                     // [N, classes]
 }
 
+ModulePtr MLP::clone_structure() const {
+  std::vector<int64_t> hidden;
+  for (size_t i = 0; i + 1 < layers_.size(); ++i) hidden.push_back(layers_[i]->options.out_features_);
+  return std::make_shared<MLP>(layers_.front()->options.in_features_, hidden, layers_.back()->options.out_features_);
+}
+
 std::string MLP::describe() const {
   std::ostringstream os;
   os << "MLP(";
@@ -97,10 +103,16 @@ Tensor BasicBlock::forward(const Tensor& x) {
   return relu(add(h, shortcut));
 }
 
+ModulePtr BasicBlock::clone_structure() const {
+  return std::make_shared<BasicBlock>(conv1_->options.in_channels, conv1_->options.out_channels, conv1_->options.stride_[0]);
+}
+
 std::string BasicBlock::describe() const {
   return detail::concat("BasicBlock(", conv1_->options.in_channels, " -> ", conv1_->options.out_channels,
                         ", stride ", conv1_->options.stride_[0], ")");
 }
+
+ModulePtr SmallCNN::clone_structure() const { return std::make_shared<SmallCNN>(head_->options.out_features_); }
 
 ResNet20::ResNet20(int64_t classes) {
   stem_ = register_module("stem", std::make_shared<Conv2d>(Conv2dOptions(3, 16, 3).padding(1).bias(false)));
@@ -125,6 +137,8 @@ Tensor ResNet20::forward(const Tensor& x) {
 }
 
 std::vector<std::string> model_names() { return {"mlp", "lenet", "cnn", "resnet20", "vit"}; }
+
+ModulePtr ResNet20::clone_structure() const { return std::make_shared<ResNet20>(head_->options.out_features_); }
 
 std::shared_ptr<Layer> make_model(const std::string& name) {
   if (name == "mlp") return std::make_shared<MLP>(784, std::vector<int64_t>{256, 256}, 10);

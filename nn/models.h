@@ -19,6 +19,7 @@ class MLP : public Layer {
  public:
   MLP(int64_t in_features, std::vector<int64_t> hidden, int64_t classes);
   Tensor forward(const Tensor& x) override;  // [N, ...] -> [N, classes]
+  ModulePtr clone_structure() const override;
   std::string describe() const override;
 
  private:
@@ -31,6 +32,7 @@ class LeNet5 : public Layer {
   LeNet5();
   Tensor forward(const Tensor& x) override;  // [N, 1, 28, 28] -> [N, 10]
   std::string describe() const override { return "LeNet5(1x28x28 -> 10)"; }
+  ModulePtr clone_structure() const override { return std::make_shared<LeNet5>(); }
 
  private:
   std::shared_ptr<Conv2d> conv1_, conv2_;
@@ -44,6 +46,7 @@ class SmallCNN : public Layer {
   SmallCNN(int64_t classes = 10);
   Tensor forward(const Tensor& x) override;  // [N, 3, 32, 32] -> [N, classes]
   std::string describe() const override { return "SmallCNN(3x32x32 -> 10)"; }
+  ModulePtr clone_structure() const override;
 
  private:
   std::shared_ptr<Sequential> features_;
@@ -57,6 +60,7 @@ class BasicBlock : public Layer {
   BasicBlock(int64_t in, int64_t out, int64_t stride);
   Tensor forward(const Tensor& x) override;
   std::string describe() const override;
+  ModulePtr clone_structure() const override;
 
  private:
   std::shared_ptr<Conv2d> conv1_, conv2_, proj_;
@@ -68,6 +72,7 @@ class ResNet20 : public Layer {
   ResNet20(int64_t classes = 10);
   Tensor forward(const Tensor& x) override;  // [N, 3, 32, 32] -> [N, classes]
   std::string describe() const override { return "ResNet20(3x32x32 -> 10)"; }
+  ModulePtr clone_structure() const override;
 
  private:
   std::shared_ptr<Conv2d> stem_;

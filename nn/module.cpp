@@ -367,6 +367,84 @@ LoadResult Module::load_state_dict(const TensorDict& state, bool strict) {
   return r;
 }
 
+// ---------------------------------------------------------------- replication
+
+ModulePtr Module::clone_structure() const {
+  throw Error(detail::concat(type_name(), " cannot be replicated: it does not provide clone_structure() (override "
+                             "nn::Module::clone_structure() to build a new ", type_name(),
+                             " of the same configuration, or derive from nn::Cloneable<", type_name(), ">)"));
+}
+
+namespace {
+std::string comma_list(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + names[i];
+  return s;
+}
+
+// Makes `slot` stand for `value`: its data (as set_data) and its autograd history, so the slot is
+// a non-leaf output of the node that made `value` (or a plain leaf when nothing was recorded).
+void take_on(const Tensor& slot, const Tensor& value) {
+  detail::set_data(slot, value);
+  TensorImpl* s = slot.impl();
+  const TensorImpl* v = value.impl();
+  s->grad_fn = v->grad_fn;
+  s->output_nr = v->output_nr;
+  s->requires_grad = v->requires_grad;
+  s->grad.reset();
+}
+
+// The slots of one kind (parameters or buffers) of a module pair must line up name by name.
+void bind_slots(const TensorDict& original, const TensorDict& replica, const char* kind, const std::string& where,
+                const Module::ReplicaTensorFn& make, std::unordered_map<const TensorImpl*, Tensor>& made) {
+  const std::vector<std::string> names = original.keys(), replica_names = replica.keys();
+  MINIDL_CHECK(names == replica_names, "bind_replica", "the replica of ", where, " has ", kind, "s [",
+               comma_list(replica_names), "], the module has [", comma_list(names), "]");
+  for (const std::string& name : names) {
+    const Tensor& o = *original.find(name);
+    const Tensor& r = *replica.find(name);
+    MINIDL_CHECK(o.defined() == r.defined(), "bind_replica", kind, " '", name, "' of ", where, " is ",
+                 o.defined() ? "defined" : "empty", " in the module but ", r.defined() ? "defined" : "empty",
+                 " in its replica");
+    if (!o.defined()) continue;
+    MINIDL_CHECK(o.shape() == r.shape(), "bind_replica", kind, " '", name, "' of ", where, " has shape ",
+                 shape_str(o.shape()), " in the module but ", shape_str(r.shape()),
+                 " in the replica clone_structure() built (a different configuration?)");
+    MINIDL_CHECK(r.impl() != o.impl(), "bind_replica", kind, " '", name, "' of ", where,
+                 " is the module's own tensor: clone_structure() must build new tensors, not register the original's");
+    auto it = made.find(o.impl());
+    if (it == made.end()) it = made.emplace(o.impl(), make(o)).first;
+    take_on(r, it->second);
+  }
+}
+}  // namespace
+
+void Module::bind_replica(const Module& original, const ReplicaTensorFn& param_for, const ReplicaTensorFn& buffer_for) {
+  MINIDL_CHECK(&original != this, "bind_replica", "a module cannot be its own replica");
+  std::unordered_map<const TensorImpl*, Tensor> made;
+  bind_replica_tree(original, param_for, buffer_for, made);
+  set_path(original.path_);  // scope names and parameter names as the original's
+  name_ = original.name_;
+}
+
+void Module::bind_replica_tree(const Module& original, const ReplicaTensorFn& param_for,
+                               const ReplicaTensorFn& buffer_for, std::unordered_map<const TensorImpl*, Tensor>& made) {
+  const std::string where = original.path_.empty() ? original.type_name() : original.path_;
+  MINIDL_CHECK(typeid(*this) == typeid(original), "bind_replica", "the replica of ", where, " is a ", type_name(),
+               ", not a ", original.type_name());
+  bind_slots(original.parameters_, parameters_, "parameter", where, param_for, made);
+  bind_slots(original.buffers_, buffers_, "buffer", where, buffer_for, made);
+  MINIDL_CHECK(children_.size() == original.children_.size(), "bind_replica", "the replica of ", where, " has ",
+               children_.size(), " submodules, the module has ", original.children_.size());
+  for (size_t i = 0; i < children_.size(); ++i) {
+    MINIDL_CHECK(children_[i].first == original.children_[i].first, "bind_replica", "submodule ", i, " of ", where,
+                 " is '", original.children_[i].first, "' in the module but '", children_[i].first, "' in its replica");
+    children_[i].second->bind_replica_tree(*original.children_[i].second, param_for, buffer_for, made);
+  }
+  training_ = original.training_;
+  amp_state_ = original.amp_state_;  // shared, read-only: the module's own set_autocast holds in its replicas
+}
+
 // ---------------------------------------------------------------- printing
 
 void Module::summary_lines(const std::string& label, int depth,

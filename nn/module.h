@@ -35,6 +35,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -152,6 +153,28 @@ class Module : public std::enable_shared_from_this<Module> {
   // A tree: one line per module (its describe()) with its parameter count, children indented.
   std::string summary() const;
 
+  // ---- replication (dist::DataParallel on several devices; libtorch's Cloneable)
+  // A new module of the same type and configuration, with parameters, buffers and submodules of
+  // its own; their values do not matter (bind_replica overwrites them). The default throws an Error
+  // naming the type. The built-in layers, containers and models provide it; a user module that is
+  // to be replicated overrides it with what its constructor needs, e.g.
+  //   nn::ModulePtr clone_structure() const override { return std::make_shared<Net>(hidden); }
+  // or derives from nn::Cloneable<Net> (below) when its default constructor builds it. Replicas
+  // are made of registered state only: a forward that reads anything else (an unregistered tensor
+  // member, a counter) sees the replica's own copy of it, as in PyTorch's replicate().
+  virtual ModulePtr clone_structure() const;
+  // Makes this module, built by original.clone_structure(), a replica of `original`. Both trees
+  // are walked together; each parameter slot takes on the tensor param_for(original's parameter)
+  // returns (its storage, geometry, dtype and autograd history: a slot filled with a recorded copy
+  // of the original passes its gradient back to the original's .grad), each buffer slot
+  // buffer_for's. The slots keep their TensorImpl, so the handles the replica's layers hold
+  // (`weight = register_parameter(...)`) see the new values. A tensor shared by two slots (tied
+  // weights) is made once. Training mode, autocast setting and path follow the original, module
+  // by module. Throws, naming the first difference, when the trees differ (submodule, parameter or
+  // buffer names, defined slots, shapes).
+  using ReplicaTensorFn = std::function<Tensor(const Tensor&)>;
+  void bind_replica(const Module& original, const ReplicaTensorFn& param_for, const ReplicaTensorFn& buffer_for);
+
   // ---- AMP
   // Open at the top of a forward(): see ForwardScopeFactory. Cheap when no factory is installed.
   [[nodiscard]] ForwardScope forward_scope() const;
@@ -169,6 +192,8 @@ class Module : public std::enable_shared_from_this<Module> {
   void set_path(const std::string& path);  // recursive; renames parameter tensors
   void check_new_name(const std::string& name, const char* what) const;
   void collect_state(const std::string& prefix, TensorDict& out, bool detach) const;
+  void bind_replica_tree(const Module& original, const ReplicaTensorFn& param_for, const ReplicaTensorFn& buffer_for,
+                         std::unordered_map<const TensorImpl*, Tensor>& made);
   void summary_lines(const std::string& label, int depth, std::vector<std::pair<std::string, int64_t>>& lines) const;
 
   std::string name_;
@@ -201,6 +226,20 @@ class Layer : public Module {
  public:
   virtual Tensor forward(const Tensor& input) = 0;
   Tensor operator()(const Tensor& input) { return call(*this, input); }
+};
+
+// clone_structure() for a module whose default constructor builds it:
+//   struct Net : nn::Cloneable<Net, nn::Layer> { Net() { ... } Tensor forward(const Tensor&) override; };
+template <class Derived, class Base = Module>
+class Cloneable : public Base {
+ public:
+  using Base::Base;
+  ModulePtr clone_structure() const override {
+    static_assert(std::is_default_constructible_v<Derived>,
+                  "nn::Cloneable<Derived> builds replicas with Derived's default constructor; override "
+                  "clone_structure() instead");
+    return std::make_shared<Derived>();
+  }
 };
 
 // Prints module.summary().

@@ -32,6 +32,7 @@ class LayerNorm : public Layer {
   Tensor forward(const Tensor& x) override;  // [*, normalized_shape] -> same shape
   std::string describe() const override;     // "LayerNorm([64], eps=1e-05, affine)"
   std::string type_name() const override { return "LayerNorm"; }
+  ModulePtr clone_structure() const override { return std::make_shared<LayerNorm>(options); }
   LayerNormOptions options;
   Tensor weight, bias;
 };
@@ -54,6 +55,7 @@ class GroupNorm : public Layer {
   Tensor forward(const Tensor& x) override;  // [N, C, *] -> same shape
   std::string describe() const override;
   std::string type_name() const override { return "GroupNorm"; }
+  ModulePtr clone_structure() const override { return std::make_shared<GroupNorm>(options); }
   GroupNormOptions options;
   Tensor weight, bias;
 };
@@ -75,6 +77,7 @@ class RMSNorm : public Layer {
   Tensor forward(const Tensor& x) override;
   std::string describe() const override;
   std::string type_name() const override { return "RMSNorm"; }
+  ModulePtr clone_structure() const override { return std::make_shared<RMSNorm>(options); }
   RMSNormOptions options;
   Tensor weight;
 };
@@ -96,6 +99,7 @@ class Embedding : public Layer {
   Tensor forward(const Tensor& indices) override;  // integer [*] -> [*, embedding_dim]
   std::string describe() const override;           // "Embedding(1000, 64)"
   std::string type_name() const override { return "Embedding"; }
+  ModulePtr clone_structure() const override { return std::make_shared<Embedding>(options); }
   EmbeddingOptions options;
   Tensor weight;  // [num_embeddings, embedding_dim]
 };
@@ -121,6 +125,7 @@ class Conv1d : public Layer {
   Tensor forward(const Tensor& x) override;  // [N, C, L] -> [N, O, L']
   std::string describe() const override;     // "Conv1d(4 -> 8, k3, bias)"
   std::string type_name() const override { return "Conv1d"; }
+  ModulePtr clone_structure() const override { return std::make_shared<Conv1d>(options); }
   Conv1dOptions options;
   Tensor weight;  // [out, in/groups, k]
   Tensor bias;    // [out]

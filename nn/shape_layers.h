@@ -18,6 +18,7 @@ class Flatten : public Layer {
   explicit Flatten(const FlattenOptions& options = {}) : options(options) {}
   Tensor forward(const Tensor& input) override;
   std::string type_name() const override { return "Flatten"; }
+  ModulePtr clone_structure() const override { return std::make_shared<Flatten>(options); }
   std::string describe() const override;  // "Flatten(start_dim=1, end_dim=-1)"
   FlattenOptions options;
 };
@@ -27,6 +28,7 @@ class Identity : public Layer {
  public:
   Tensor forward(const Tensor& input) override { return input; }
   std::string type_name() const override { return "Identity"; }
+  ModulePtr clone_structure() const override { return std::make_shared<Identity>(); }
   std::string describe() const override { return "Identity()"; }
 };
 

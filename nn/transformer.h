@@ -43,6 +43,7 @@ class MultiheadAttention : public Module {
   Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value, const AttentionMasks& masks = {});
   std::string describe() const override;
   std::string type_name() const override { return "MultiheadAttention"; }
+  ModulePtr clone_structure() const override { return std::make_shared<MultiheadAttention>(options); }
 
   MultiheadAttentionOptions options;
   Tensor in_proj_weight;  // [3E, E]: the query, key and value projections stacked
@@ -79,6 +80,7 @@ class TransformerEncoderLayer : public Layer {
   Tensor forward(const Tensor& src, const AttentionMasks& masks);
   std::string describe() const override;
   std::string type_name() const override { return "TransformerEncoderLayer"; }
+  ModulePtr clone_structure() const override { return std::make_shared<TransformerEncoderLayer>(options); }
 
   TransformerEncoderLayerOptions options;
   std::shared_ptr<MultiheadAttention> self_attn;

@@ -23,6 +23,7 @@ class ViT : public Layer {
   explicit ViT(const ViTOptions& options = {});
   Tensor forward(const Tensor& x) override;  // [N, 1, 28, 28] -> [N, classes]
   std::string describe() const override;     // "ViT(1x28x28, 7x7 patches, dim 64, depth 3, 4 heads -> 10)"
+  ModulePtr clone_structure() const override { return std::make_shared<ViT>(options); }
 
   ViTOptions options;
   std::shared_ptr<Conv2d> patch_embed;  // [dim, channels, patch, patch], stride patch

@@ -1,12 +1,15 @@
-// The parts of dist/ that need no second rank: DDP's bucket assignment, launcher detection and the
-// errors of init_process_group outside mpirun (or in a build without MPI).
+// The parts of dist/ that need no second rank: DDP's bucket assignment, launcher detection, the
+// errors of init_process_group outside mpirun (or in a build without MPI), and the reducer's
+// bucket-timing hook over the group of one.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstdlib>
 
 #include "distributed/dist.h"
 #include "distributed/self_process_group.h"
 #include "framework/cuda.h"
+#include "minidl.h"
 #include "ops/ops.h"
 
 using namespace minidl;
@@ -93,4 +96,53 @@ TEST_CASE("launch_info reads Open MPI's environment", "[dist]") {
   CHECK(info->world_size == 4);
   CHECK(info->local_rank == 1);
   CHECK_FALSE(launch_info().has_value());
+}
+
+TEST_CASE("BackwardTiming: the fraction of allreduce time before the end of backward", "[dist]") {
+  using ms = std::chrono::milliseconds;
+  const auto t0 = std::chrono::steady_clock::time_point() + std::chrono::hours(1);
+  dist::BackwardTiming t{t0 + ms(10), {}};
+  CHECK(t.overlap_fraction() == 0.0);  // nothing launched
+  t.buckets.push_back({100, t0, t0 + ms(4)});           // all 4 ms before the end
+  t.buckets.push_back({200, t0 + ms(8), t0 + ms(14)});  // 2 of its 6 ms before the end
+  CHECK(t.overlap_fraction() == Approx(0.6));
+  CHECK(t.exposed().count() == Approx(0.004));
+  t.buckets.push_back({300, t0 + ms(12), t0 + ms(16)});  // launched after the end: none of it hidden
+  CHECK(t.overlap_fraction() == Approx(6.0 / 14.0));
+  CHECK(t.exposed().count() == Approx(0.006));
+}
+
+TEST_CASE("DDP timing hook: one report per synchronized backward, one entry per bucket", "[dist]") {
+  manual_seed(2);
+  auto net = std::make_shared<nn::models::MLP>(8, std::vector<int64_t>{16, 16}, 4);
+  dist::DistributedDataParallel ddp(net, dist::make_self_group(),
+                                    dist::DDPOptions().first_bucket_bytes(64).bucket_cap_bytes(600));
+  const size_t n_buckets = ddp.reducer().bucket_indices().size();
+  REQUIRE(n_buckets >= 3);
+  std::vector<dist::BackwardTiming> reports;
+  ddp.reducer().set_timing_callback([&](const dist::BackwardTiming& t) { reports.push_back(t); });
+  const Tensor x = randn({4, 8}), y = randn({4, 4});
+  auto step = [&] { mse_loss(ddp.forward(x), y).backward(); };
+  step();
+  REQUIRE(reports.size() == 1);
+  const dist::BackwardTiming& r = reports[0];
+  REQUIRE(r.buckets.size() == n_buckets);
+  size_t bytes = 0;
+  for (size_t i = 0; i < r.buckets.size(); ++i) {
+    CHECK(r.buckets[i].launched <= r.buckets[i].completed);
+    CHECK(r.buckets[i].launched <= r.backward_end);  // every gradient was ready before backward ended
+    if (i > 0) CHECK(r.buckets[i - 1].launched <= r.buckets[i].launched);  // in launch order
+    bytes += r.buckets[i].bytes;
+  }
+  CHECK(bytes == static_cast<size_t>(net->num_parameters()) * sizeof(float));
+  CHECK(r.overlap_fraction() >= 0.0);
+  CHECK(r.overlap_fraction() <= 1.0);
+  {
+    auto guard = ddp.no_sync();
+    step();  // no synchronization, no report
+  }
+  CHECK(reports.size() == 1);
+  ddp.reducer().set_timing_callback(nullptr);
+  step();
+  CHECK(reports.size() == 1);
 }
