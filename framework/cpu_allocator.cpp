@@ -14,7 +14,11 @@ namespace minidl {
 
 namespace {
 constexpr size_t kAlign = 64;
-constexpr size_t kLargeBlock = size_t{1} << 20;
+// Blocks from 64 KiB up are cached: below that glibc serves them from its heap without touching
+// the kernel; above it, each free at the top of the heap may be trimmed (or munmapped) and the next
+// step page-faults the block again. A bf16 LeNet step (activations of 0.1-0.6 MB) took 3x the page
+// faults of its f32 twin (whose activations, twice the size, were cached from 1 MiB): bench/README.md.
+constexpr size_t kLargeBlock = size_t{64} << 10;
 
 size_t limit_from_env() {
   const char* v = std::getenv("MINIDL_CPU_CACHE_MB");
@@ -26,7 +30,7 @@ size_t limit_from_env() {
   return static_cast<size_t>(mb) << 20;
 }
 
-// The size a request is served with: cache lines below 1 MiB; above, the next of eight steps
+// The size a request is served with: cache lines below 64 KiB; above, the next of eight steps
 // between consecutive powers of two, so blocks of nearby sizes share a class.
 size_t rounded_size(size_t nbytes) {
   if (nbytes < kLargeBlock) return (nbytes + kAlign - 1) / kAlign * kAlign;

@@ -32,6 +32,22 @@ TEST_CASE("a freed large block is reused by the next request of its size class",
   CHECK(static_cast<const void*>(c.data_ptr<float>()) != first);
 }
 
+TEST_CASE("blocks from 64 KiB up are cached, smaller ones are not", "[allocator]") {
+  CacheLimitGuard guard;
+  set_cpu_cache_limit(64 << 20);
+  cpu_empty_cache();
+  { Tensor a = empty({300 << 10}, DType::BF16); }  // 600 KiB: the 640 KiB class (512 KiB + 2 x 64 KiB steps)
+  CHECK(cpu_cache_stats().cached_bytes == (size_t{640} << 10));
+  const size_t hits = cpu_cache_stats().hits;
+  { Tensor b = empty({16 << 10}, DType::F32); }  // exactly 64 KiB: its own class
+  CHECK(cpu_cache_stats().cached_bytes == (size_t{704} << 10));
+  { Tensor c = empty({(16 << 10) - 16}, DType::F32); }  // just under 64 KiB: straight to malloc/free
+  CHECK(cpu_cache_stats().cached_bytes == (size_t{704} << 10));
+  Tensor d = empty({310 << 10}, DType::BF16);  // 620 KiB: the same 640 KiB class, from the cache
+  CHECK(cpu_cache_stats().hits == hits + 1);
+  CHECK(cpu_cache_stats().cached_bytes == (size_t{64} << 10));
+}
+
 TEST_CASE("the cache stays under its cap, and empty_cache releases everything", "[allocator]") {
   CacheLimitGuard guard;
   set_cpu_cache_limit(20 << 20);
