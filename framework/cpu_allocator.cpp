@@ -1,5 +1,8 @@
 #include "framework/cpu_allocator.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <new>
@@ -20,9 +23,20 @@ constexpr size_t kAlign = 64;
 // faults of its f32 twin (whose activations, twice the size, were cached from 1 MiB): bench/README.md.
 constexpr size_t kLargeBlock = size_t{64} << 10;
 
+// The default cap: an eighth of the machine's memory, at least 256 MiB. A training step frees and
+// reallocates its whole working set; a cap below it (ResNet-20 at batch 512 holds ~1.2 GB) sends
+// the overflow back to the system every step, and the next step page-faults it in again: with a
+// 256 MiB cap that step ran at 0.64x of its speed under a 3 GiB one, at the same peak RSS, because
+// cached blocks are the ones the next step reuses (bench/README.md).
+size_t default_limit() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  const size_t eighth = pages > 0 && page > 0 ? static_cast<size_t>(pages) / 8 * static_cast<size_t>(page) : 0;
+  return std::max(eighth, size_t{256} << 20);
+}
+
 size_t limit_from_env() {
   const char* v = std::getenv("MINIDL_CPU_CACHE_MB");
-  if (!v || !*v) return size_t{256} << 20;
+  if (!v || !*v) return default_limit();
   char* end = nullptr;
   const unsigned long long mb = std::strtoull(v, &end, 10);
   MINIDL_CHECK(v[0] >= '0' && v[0] <= '9' && end && *end == '\0' && mb <= (SIZE_MAX >> 21), "cpu allocator",

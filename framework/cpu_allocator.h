@@ -3,8 +3,9 @@
 // returns them with munmap, so every large temporary page-faults all of its pages again; an op
 // on 16M floats ran at 0.13-0.28 of memcpy speed for that reason alone (bench/README.md). Blocks of
 // at least 64 KiB are rounded up to a size class (1/8 steps between powers of two, <= 12.5% waste)
-// and kept when freed, up to a cap (MINIDL_CPU_CACHE_MB, default 256; 0 turns caching off), then
-// reused for the next request of their class. Smaller blocks go straight to malloc/free.
+// and kept when freed, up to a cap (MINIDL_CPU_CACHE_MB; default an eighth of the machine's
+// memory, at least 256 MiB; 0 turns caching off), then reused for the next request of their class.
+// Smaller blocks go straight to malloc/free.
 #pragma once
 #include <cstddef>
 
