@@ -1,4 +1,4 @@
-// cpuid leaves read: 0 (vendor), 1 (ECX: FMA, MOVBE, OSXSAVE, AVX, F16C), 7.0 (EBX: BMI1, AVX2,
+// cpuid leaves read: 0 (highest leaf), 1 (ECX: FMA, MOVBE, OSXSAVE, AVX, F16C), 7.0 (EBX: BMI1, AVX2,
 // BMI2, AVX512 F/DQ/CD/BW/VL; EDX: AMX-BF16), 7.1 (EAX: AVX512_BF16), 0x80000001 (ECX: LZCNT),
 // 0x80000002-4 (brand string). XCR0 (xgetbv) bits: 1-2 SSE/AVX state, 5-7 AVX-512 opmask and ZMM
 // state. Any compiler and any target: off x86 every flag stays false.
@@ -38,13 +38,7 @@ uint64_t xcr0() {
 
 CpuFeatures detect() {
   CpuFeatures f;
-  const Regs v = cpuid(0);
-  char vendor[13] = {};
-  std::memcpy(vendor, &v.b, 4);
-  std::memcpy(vendor + 4, &v.d, 4);
-  std::memcpy(vendor + 8, &v.c, 4);
-  f.vendor = vendor;
-  const uint32_t max_leaf = v.a;
+  const uint32_t max_leaf = cpuid(0).a;
 
   const Regs l1 = cpuid(1);
   const bool osxsave = bit(l1.c, 27);

@@ -13,8 +13,7 @@ struct CpuFeatures {
   bool x86_64_v3 = false;
   bool x86_64_v4 = false;
   bool avx512_bf16 = false;  // the f32 -> bf16 conversion instruction (Zen 4, Cooper Lake, Sapphire Rapids)
-  bool amx_bf16 = false;     // reported only; no kernel uses AMX tiles
-  std::string vendor;        // "AuthenticAMD", "GenuineIntel", ...; empty off x86
+  bool amx_bf16 = false;     // reported in cpu_kernels_description(); no kernel uses AMX tiles
   std::string model;         // the brand string ("AMD EPYC 9R14", ...); empty when the CPU has none
 };
 

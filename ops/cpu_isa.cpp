@@ -121,6 +121,7 @@ std::string cpu_kernels_description() {
   s += f.model.empty() ? "unknown" : f.model;
   s += std::string(", best ") + cpu_isa_name(best_cpu_isa());
   if (f.avx512_bf16) s += ", avx512_bf16";
+  if (f.amx_bf16) s += ", amx_bf16 (not used)";
   return s + ")";
 }
 
