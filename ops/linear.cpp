@@ -30,6 +30,21 @@ void check_matmul_args(const char* op, const Tensor& a, const Tensor& b) {
                " != ", dtype_name(b.dtype()));
 }
 
+// Whether a matrix is stored column-major: a transposed view of a contiguous one, as linear's
+// weight.t(). PyTorch's test in mm_mat1_backward / mm_mat2_backward.
+bool column_major(const Tensor& m) { return m.stride(0) == 1 && m.stride(1) == m.size(0); }
+
+// Gradients of c = a b, each in its operand's own layout (as PyTorch): for linear's weight.t() the
+// gradient is computed as (g^T a)^T, so after the transpose's backward the weight's gradient arrives
+// contiguous and the leaf keeps it without a copy (a transposed one would be copied, ~13% of an
+// MLP step), and under autocast it narrows and widens in flat passes.
+Tensor mat1_grad(const Tensor& g, const Tensor& b, bool a_column_major) {
+  return a_column_major ? mm(b, g.t()).t() : mm(g, b.t());
+}
+Tensor mat2_grad(const Tensor& g, const Tensor& a, bool b_column_major) {
+  return b_column_major ? mm(g.t(), a).t() : mm(a.t(), g);
+}
+
 Tensor gemm(const char* op, const Tensor& a, const Tensor& b, const Shape& out_shape, const Tensor& init, double alpha,
             double beta) {
   auto kernel = K().gemm.get(a.device(), a.dtype(), op);
@@ -50,8 +65,8 @@ Tensor mm_impl(const Tensor& a, const Tensor& b) {
   Tensor out = gemm("mm", a, b, {a.size(0), b.size(1)}, Tensor(), 1.0, 0.0);
   const bool ga = a.requires_grad(), gb = b.requires_grad();
   autograd::record("MmBackward", {a, b}, {out}, {gb ? a : Tensor(), ga ? b : Tensor()},
-                   [ga, gb](const TensorList& g, const TensorList& s) {
-                     return TensorList{ga ? mm(g[0], s[1].t()) : Tensor(), gb ? mm(s[0].t(), g[0]) : Tensor()};
+                   [ga, gb, acm = column_major(a), bcm = column_major(b)](const TensorList& g, const TensorList& s) {
+                     return TensorList{ga ? mat1_grad(g[0], s[1], acm) : Tensor(), gb ? mat2_grad(g[0], s[0], bcm) : Tensor()};
                    });
   return out;
 }
@@ -125,10 +140,11 @@ Tensor addmm_impl(const Tensor& bias, const Tensor& a, const Tensor& b, double b
   Tensor out = gemm("addmm", a, b, out_shape, bias, alpha, beta);
   const bool ga = a.requires_grad(), gb = b.requires_grad();
   autograd::record("AddmmBackward", {bias, a, b}, {out}, {gb ? a : Tensor(), ga ? b : Tensor()},
-                   [ga, gb, beta, alpha, bs = bias.shape()](const TensorList& g, const TensorList& s) {
+                   [ga, gb, beta, alpha, bs = bias.shape(), acm = column_major(a), bcm = column_major(b)](
+                       const TensorList& g, const TensorList& s) {
                      Tensor gbias = sum_to(beta == 1.0 ? g[0] : mul(g[0], beta), bs);
                      Tensor g2 = alpha == 1.0 ? g[0] : mul(g[0], alpha);
-                     return TensorList{gbias, ga ? mm(g2, s[1].t()) : Tensor(), gb ? mm(s[0].t(), g2) : Tensor()};
+                     return TensorList{gbias, ga ? mat1_grad(g2, s[1], acm) : Tensor(), gb ? mat2_grad(g2, s[0], bcm) : Tensor()};
                    });
   return out;
 }

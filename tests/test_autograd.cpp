@@ -109,6 +109,35 @@ TEST_CASE("hooks on leaf gradients can observe and replace them", "[autograd]") 
   CHECK(x.grad().to_vector<float>() == std::vector<float>{30, 30});
 }
 
+TEST_CASE("mm gradients come in each operand's own layout, so linear's weight gradient arrives contiguous", "[autograd]") {
+  // As PyTorch's mm_mat1_backward / mm_mat2_backward: linear multiplies by weight.t(), a column-major
+  // view, so its gradient is made column-major and the transpose's backward hands the weight a
+  // contiguous one (the leaf then keeps that buffer instead of copying it).
+  Tensor x = arange(0, 12, 1, DType::F32).reshape({3, 4}).requires_grad_();
+  Tensor w = arange(0, 20, 1, DType::F32).reshape({5, 4}).requires_grad_();
+  Tensor b = zeros({5}).requires_grad_();
+  bool weight_contiguous = false, input_contiguous = false;
+  w.register_hook([&](const Tensor& g) {
+    weight_contiguous = g.is_contiguous();
+    return Tensor();
+  });
+  Tensor xt = arange(0, 12, 1, DType::F32).reshape({4, 3}).requires_grad_();
+  xt.register_hook([&](const Tensor& g) {
+    input_contiguous = g.is_contiguous();
+    return Tensor();
+  });
+  Tensor gy = arange(0, 15, 1, DType::F32).reshape({3, 5});
+  linear(x, w, b).backward(gy);
+  CHECK(weight_contiguous);
+  // Values: dW = gy^T x, dx = gy W.
+  CHECK(testing::max_abs_diff(w.grad(), mm(gy.t(), x.detach())) == 0.0);
+  CHECK(testing::max_abs_diff(x.grad(), mm(gy, w.detach())) == 0.0);
+  // A column-major first operand gets a column-major gradient: its transpose's is contiguous.
+  mm(xt.t(), w.detach().t()).backward(gy);
+  CHECK(input_contiguous);
+  CHECK(testing::max_abs_diff(xt.grad(), mm(gy, w.detach()).t()) == 0.0);
+}
+
 TEST_CASE("retain_grad keeps a non-leaf gradient", "[autograd]") {
   Tensor x = from_vector<float>({1, 2}).requires_grad_();
   Tensor h = mul(x, 2.0);

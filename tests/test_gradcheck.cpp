@@ -168,6 +168,7 @@ const std::vector<GradCase> kCases = {
   {.name = "addmm beta alpha", .shapes = {{3, 5}, {3, 4}, {4, 5}}, .fn = [](const TL& x) { return addmm(x[0], x[1], x[2], 0.5, -2.0); }},
   {.name = "addmm row bias", .shapes = {{5}, {3, 4}, {4, 5}}, .fn = [](const TL& x) { return sq(addmm(x[0], x[1], x[2], 2.0, 0.5)); }},
   {.name = "addmm column bias", .shapes = {{3, 1}, {3, 4}, {4, 5}}, .fn = [](const TL& x) { return addmm(x[0], x[1], x[2], 1.5); }},
+  {.name = "addmm transposed operands", .shapes = {{3, 5}, {4, 3}, {5, 4}}, .fn = [](const TL& x) { return sq(addmm(x[0], x[1].t(), x[2].t(), 0.5, -2.0)); }},
   {.name = "addmm beta 0", .shapes = {{3, 5}, {3, 4}, {4, 5}}, .fn = [](const TL& x) { return addmm(x[0], x[1], x[2], 0.0, 1.0); }},
   // ---- joining and splitting
   {.name = "cat dim 0", .shapes = {{2, 3}, {1, 3}, {4, 3}}, .fn = [](const TL& x) { return sq(cat({x[0], x[1], x[2]}, 0)); }},

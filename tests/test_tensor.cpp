@@ -276,6 +276,38 @@ TEST_CASE("contiguous returns the same tensor when already contiguous, else a pa
   CHECK(*static_cast<float*>(row.raw_data()) == 3.0f);
 }
 
+TEST_CASE("copies of transposed matrices (tile by tile) put every element in place, with dtype conversion", "[tensor]") {
+  // Sizes on either side of the 32 x 32 tiles.
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{31, 40}, {32, 32}, {33, 70}, {100, 65}, {1, 50}, {64, 2}}) {
+    INFO(rows << " x " << cols);
+    Tensor base = arange(0, static_cast<double>(rows * cols), 1, DType::F32).reshape({cols, rows});
+    // c must be base^T, base's values as `source` holds them.
+    auto expect_transposed = [&](const Tensor& c, const Tensor& source) {
+      REQUIRE(c.shape() == Shape{rows, cols});
+      const std::vector<double> v = c.to_vector<double>(), b = source.to_vector<double>();
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) wrong += v[i * cols + j] != b[j * rows + i];
+      CHECK(wrong == 0);
+    };
+    for (DType dt : {DType::F32, DType::F64, DType::I64}) {
+      INFO(dtype_name(dt));
+      expect_transposed(cast(base, dt).t().contiguous(), base);
+    }
+    // Widened and narrowed while transposing.
+    const Tensor half_base = cast(base, DType::F16);
+    expect_transposed(cast(half_base.t(), DType::F32), half_base);
+    expect_transposed(cast(base.t(), DType::BF16), cast(base, DType::BF16));
+    expect_transposed(cast(base.t(), DType::F64), base);
+    // Into a strided destination: the middle columns of a wider matrix.
+    Tensor wide = zeros({rows, cols + 5});
+    wide.narrow(1, 2, cols).copy_(base.t());
+    expect_transposed(wide.narrow(1, 2, cols).contiguous(), base);
+    CHECK(sum(wide.narrow(1, 0, 2)).item() == 0.0);
+    CHECK(sum(wide.narrow(1, cols + 2, 3)).item() == 0.0);
+  }
+}
+
 TEST_CASE("to(dtype) converts as PyTorch and returns the tensor itself for its own dtype", "[tensor][dtype]") {
   Tensor x = from_vector<float>({-1.7f, -0.5f, 0.0f, 0.5f, 2.9f});
   CHECK(x.to(DType::F32).is_same(x));

@@ -156,6 +156,19 @@ template void gemm_raw<double>(int64_t, int64_t, int64_t, MatrixRef<double>, Mat
 
 namespace {
 
+// An f16/bf16 operand widened to f32 in its own layout: a transposed view (linear's weight.t()) is
+// widened as the contiguous matrix it views, in one flat pass, and stays a transposed view that the
+// GEMM reads without a copy. Widening it into row-major order instead was a strided copy, 12% of an
+// MLP bf16 step.
+Tensor widened(const Tensor& t) {
+  const Tensor d = t.detach();
+  if (!d.is_contiguous()) {
+    const Tensor tt = d.transpose(-1, -2);
+    if (tt.is_contiguous()) return cast(tt, DType::F32).transpose(-1, -2);
+  }
+  return cast(d, DType::F32);
+}
+
 void gemm(const Tensor& c, const Tensor& a, const Tensor& b, double alpha, double beta) {
   switch (a.dtype()) {
     case DType::F32: return gemm_native<float>(c, a, b, alpha, beta);
@@ -164,7 +177,7 @@ void gemm(const Tensor& c, const Tensor& a, const Tensor& b, double alpha, doubl
     case DType::BF16: {
       Tensor c32 = empty(c.shape(), DType::F32);
       if (beta != 0) c32.copy_(c);
-      gemm_native<float>(c32, cast(a.detach(), DType::F32), cast(b.detach(), DType::F32), alpha, beta);
+      gemm_native<float>(c32, widened(a), widened(b), alpha, beta);
       c.copy_(c32);
       return;
     }
