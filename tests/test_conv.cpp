@@ -413,27 +413,41 @@ TEST_CASE("conv2d on oneDNN matches the im2col path in all three passes", "[conv
     agree("large image, stride (2, 1), dilation (1, 2), groups 2", [](const Tensor& x, const Tensor& w, const Tensor& b) {
       return conv2d(x, w, b, {2, 1}, {2, 1}, {1, 2}, 2);
     }, {2, 64, 41, 80}, {4, 32, 3, 3}, 4);
-    {  // f16/bf16 are widened for oneDNN's f32 primitives and narrowed once: the im2col path does the same
-      for (DType dt : {DType::BF16, DType::F16}) {
-        INFO(dtype_name(dt));
-        auto run = [&](bool dnnl) {
-          dc::set_enabled(dnnl);
-          Tensor x = random_tensor({2, 4, 9, 8}, 60, dt).requires_grad_(), w = random_tensor({6, 2, 3, 3}, 61, dt).requires_grad_();
-          Tensor b = random_tensor({6}, 62, dt).requires_grad_();
-          Tensor y = conv2d(x, w, b, {2, 1}, {1, 1}, {1, 1}, 2);
-          y.backward(random_tensor(y.shape(), 63, dt));
-          return std::vector<Tensor>{y.detach(), x.grad(), w.grad(), b.grad()};
-        };
-        const int64_t before = dc::calls();
-        const auto on = run(true);
-        CHECK(dc::calls() - before == 3);
-        const auto off = run(false);
-        for (size_t i = 0; i < on.size(); ++i) {
-          CHECK(on[i].dtype() == dt);
-          // Each side rounds an f32 result once: at most one ulp apart, plus the f32 sums' order.
-          CHECK(max_diff(on[i], off[i]) <= 2 * traits(dt).eps * max_abs_diff(off[i], zeros_like(off[i])));
+    {  // f16/bf16 are widened for oneDNN's f32 primitives and narrowed once: the im2col path does the same.
+      // The shapes take each way through the reorders: plain layouts (3 input channels, grouped),
+      // whole channel blocks (16 channels: nChw8c or nChw16c), a zero-padded last block (20 and 12
+      // channels), more pixels than one conversion run (9 x 9 > 64), and weights through an f32 copy.
+      struct LowCase {
+        Shape x, w;
+        int64_t stride, pad, groups;
+      };
+      const LowCase low_cases[] = {{{2, 4, 9, 8}, {6, 2, 3, 3}, 2, 1, 2},
+                                   {{2, 3, 9, 9}, {16, 3, 3, 3}, 1, 1, 1},
+                                   {{2, 16, 9, 9}, {16, 16, 3, 3}, 1, 1, 1},
+                                   {{2, 20, 9, 10}, {12, 20, 3, 3}, 2, 1, 1},
+                                   {{3, 16, 8, 8}, {32, 16, 1, 1}, 2, 0, 1}};
+      for (const LowCase& lc : low_cases)
+        for (DType dt : {DType::BF16, DType::F16}) {
+          INFO(dtype_name(dt) << " x " << shape_str(lc.x) << " w " << shape_str(lc.w));
+          auto run = [&](bool dnnl) {
+            dc::set_enabled(dnnl);
+            Tensor x = random_tensor(lc.x, 60, dt).requires_grad_(), w = random_tensor(lc.w, 61, dt).requires_grad_();
+            Tensor b = random_tensor({lc.w[0]}, 62, dt).requires_grad_();
+            Tensor y = conv2d(x, w, b, {lc.stride, lc.stride}, {lc.pad, lc.pad}, {1, 1}, lc.groups);
+            y.backward(random_tensor(y.shape(), 63, dt));
+            return std::vector<Tensor>{y.detach(), x.grad(), w.grad(), b.grad()};
+          };
+          if (threads > 1 && lc.x[0] < threads) continue;
+          const int64_t before = dc::calls();
+          const auto on = run(true);
+          CHECK(dc::calls() - before == 3);
+          const auto off = run(false);
+          for (size_t i = 0; i < on.size(); ++i) {
+            CHECK(on[i].dtype() == dt);
+            // Each side rounds an f32 result once: at most one ulp apart, plus the f32 sums' order.
+            CHECK(max_diff(on[i], off[i]) <= 2 * traits(dt).eps * max_abs_diff(off[i], zeros_like(off[i])));
+          }
         }
-      }
     }
     // conv_transpose2d is the input-gradient kernel (with a bias) forward, the conv forward backward.
     agree("conv_transpose2d stride 2 pad 1 output_padding 1", [](const Tensor& x, const Tensor& w, const Tensor& b) {

@@ -395,17 +395,37 @@ void conv2d_weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, con
   if (gb.defined()) store_block(acc.data() + wn, gb.data_ptr<T>(), g.O);
 }
 
+// This kernel set's conversions, for oneDNN's reorders (conv_dnnl.h). Only f16 and bf16 reach them.
+template <class F>
+void visit_low(DType type, F&& f) {
+  if (type == DType::BF16) f.template operator()<bfloat16>();
+  else f.template operator()<half>();
+}
+const dnnl_conv::Conversions kConversions{
+    [](const void* src, DType t, float* dst, int64_t n) {
+      visit_low(t, [&]<class T>() { load_block(static_cast<const T*>(src), dst, n); });
+    },
+    [](const float* src, DType t, void* dst, int64_t n) {
+      visit_low(t, [&]<class T>() { store_block(src, static_cast<T*>(dst), n); });
+    },
+    [](const void* src, DType t, float* dst, int64_t images, int64_t C, int64_t HW, int64_t block) {
+      visit_low(t, [&]<class T>() { widen_to_channel_blocks(static_cast<const T*>(src), dst, images, C, HW, block); });
+    },
+    [](const float* src, DType t, void* dst, int64_t images, int64_t C, int64_t HW, int64_t block) {
+      visit_low(t, [&]<class T>() { narrow_from_channel_blocks(src, static_cast<T*>(dst), images, C, HW, block); });
+    }};
+
 // oneDNN first where the build has it and it takes the call (f32; conv_dnnl.h), else im2col + GEMM.
 void forward(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dGeometry& g) {
-  if (dnnl_conv::forward(y, x, w, b, g)) return;
+  if (dnnl_conv::forward(y, x, w, b, g, kConversions)) return;
   visit_floating(x.dtype(), "conv2d", [&]<class T>() { conv2d_forward<T>(y, x, w, b, g); });
 }
 void input_grad(const Tensor& gx, const Tensor& gy, const Tensor& w, const Tensor& b, const Conv2dGeometry& g) {
-  if (dnnl_conv::input_grad(gx, gy, w, b, g)) return;
+  if (dnnl_conv::input_grad(gx, gy, w, b, g, kConversions)) return;
   visit_floating(gy.dtype(), "conv2d_input_grad", [&]<class T>() { conv2d_input_grad<T>(gx, gy, w, b, g); });
 }
 void weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, const Tensor& gy, const Conv2dGeometry& g) {
-  if (dnnl_conv::weight_grad(gw, gb, x, gy, g)) return;
+  if (dnnl_conv::weight_grad(gw, gb, x, gy, g, kConversions)) return;
   visit_floating(x.dtype(), "conv2d_weight_grad", [&]<class T>() { conv2d_weight_grad<T>(gw, gb, x, gy, g); });
 }
 }  // namespace

@@ -11,6 +11,10 @@
 // im2col path, which splits each GEMM across the pool instead. Weight gradients are summed over the
 // slots in slot order (deterministic for a given thread count, like the im2col path).
 //
+// f16/bf16 operands run on oneDNN's f32 primitives (2.6 has no f16 convolution and no bf16 one
+// below AVX-512), widened and narrowed by the calling kernel set's conversions inside the reorders:
+// straight into and out of nChw8c / nChw16c in one pass.
+//
 // Primitive descriptors are cached per geometry and sub-batch (creating one costs ~0.1 ms);
 // oneDNN's own primitive cache keeps the reorders. Scratchpads are per call (user mode), so one
 // primitive may run on both slots at once.
@@ -49,9 +53,15 @@ int64_t calls() { return g_calls.load(); }
 bool compiled() { return false; }
 bool enabled() { return false; }
 void set_enabled(bool) {}
-bool forward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Conv2dGeometry&) { return false; }
-bool input_grad(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Conv2dGeometry&) { return false; }
-bool weight_grad(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Conv2dGeometry&) { return false; }
+bool forward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Conv2dGeometry&, const Conversions&) {
+  return false;
+}
+bool input_grad(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Conv2dGeometry&, const Conversions&) {
+  return false;
+}
+bool weight_grad(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Conv2dGeometry&, const Conversions&) {
+  return false;
+}
 #else
 bool compiled() { return true; }
 bool enabled() {
@@ -182,7 +192,7 @@ const Cached* lookup(Pass pass, const Conv2dGeometry& g, int64_t n, bool bias) {
 // Per-thread buffers for the blocked copies and the scratchpad, one per role, kept and grown between
 // calls: a fresh oneDNN allocation per call page-faulted every time (a 128x16x32x32 reorder into new
 // memory took 11.7 ms, 0.7 GB/s; DNNL_VERBOSE, one thread).
-enum Role { kIn0, kIn1, kWeights, kOut, kScratch, kRoles };
+enum Role { kIn0, kIn1, kWeights, kOut, kScratch, kStaging, kRoles };
 void* buffer(Role r, size_t bytes) {
   struct Buf {
     void* p = nullptr;
@@ -200,22 +210,79 @@ void* buffer(Role r, size_t bytes) {
   return b.p;
 }
 
-// A user buffer in the layout `want`: the buffer itself when the layouts agree, else a reordered
-// copy in the role's buffer (read = true) or a buffer to reorder back from after the call.
+// One operand of a slot: its data and dtype, f32 or f16/bf16 (converted on the way in and out).
+struct Operand {
+  const void* data;
+  DType type;
+  Operand at(int64_t elements) const {
+    return {static_cast<const char*>(data) + elements * static_cast<int64_t>(element_size(type)), type};
+  }
+  void* mutable_data() const { return const_cast<void*>(data); }
+};
+Operand operand(const Tensor& t) { return {t.raw_data(), t.dtype()}; }
+
+// The channel block of `want` when it is oneDNN's nChw8c / nChw16c for the NCHW f32 `plain`, else 0.
+int64_t channel_block(const memory::desc& plain, const memory::desc& want) {
+  if (plain.dims().size() != 4) return 0;
+  for (auto [t, b] : {std::pair{tag::nChw8c, 8}, std::pair{tag::nChw16c, 16}})
+    if (want == memory::desc(plain.dims(), dt::f32, t)) return b;
+  return 0;
+}
+
+// A user operand in the layout `want`: the operand itself when it is f32 and the layouts agree,
+// else a copy in the role's buffer (read = true: converted and reordered now; false: reordered and
+// converted back by write_back after the call). f16/bf16 images go straight to and from a channel-
+// blocked layout in one pass; any other layout goes through an f32 copy in the plain layout.
 struct Arg {
-  memory user, used;
-  Arg(const memory::desc& plain, const void* ptr, const memory::desc& want, Role role, dnnl::stream& s, bool read)
-      : user(plain, engine(), const_cast<void*>(ptr)) {
-    if (plain == want) {
-      used = user;
+  memory::desc plain;
+  Operand user;
+  memory used;
+  const Conversions& cv;
+  Arg(const memory::desc& plain_md, Operand op, const memory::desc& want, Role role, dnnl::stream& s, bool read,
+      const Conversions& conversions)
+      : plain(plain_md), user(op), cv(conversions) {
+    if (user.type == DType::F32 && plain == want) {
+      used = memory(plain, engine(), user.mutable_data());
       return;
     }
     used = memory(want, engine(), buffer(role, want.get_size()));
-    if (read) dnnl::reorder(user, used).execute(s, user, used);
+    if (!read) return;
+    if (user.type == DType::F32) {
+      memory src(plain, engine(), user.mutable_data());
+      dnnl::reorder(src, used).execute(s, src, used);
+    } else if (plain == want) {
+      cv.widen(user.data, user.type, float_data(), elements());
+    } else if (const int64_t b = channel_block(plain, want)) {
+      const auto d = plain.dims();
+      cv.widen_blocked(user.data, user.type, float_data(), d[0], d[1], d[2] * d[3], b);
+    } else {
+      memory staged(plain, engine(), buffer(kStaging, plain.get_size()));
+      cv.widen(user.data, user.type, static_cast<float*>(staged.get_data_handle()), elements());
+      dnnl::reorder(staged, used).execute(s, staged, used);
+    }
   }
   void write_back(dnnl::stream& s) {
-    if (used.get_data_handle() != user.get_data_handle()) dnnl::reorder(used, user).execute(s, used, user);
+    if (used.get_data_handle() == user.data) return;
+    if (user.type == DType::F32) {
+      memory dst(plain, engine(), user.mutable_data());
+      dnnl::reorder(used, dst).execute(s, used, dst);
+      return;
+    }
+    s.wait();  // our conversions run on this thread, after oneDNN's work
+    if (used.get_desc() == plain) {
+      cv.narrow(float_data(), user.type, user.mutable_data(), elements());
+    } else if (const int64_t b = channel_block(plain, used.get_desc())) {
+      const auto d = plain.dims();
+      cv.narrow_blocked(float_data(), user.type, user.mutable_data(), d[0], d[1], d[2] * d[3], b);
+    } else {
+      memory staged(plain, engine(), buffer(kStaging, plain.get_size()));
+      dnnl::reorder(used, staged).execute(s, used, staged);
+      s.wait();
+      cv.narrow(static_cast<const float*>(staged.get_data_handle()), user.type, user.mutable_data(), elements());
+    }
   }
+  float* float_data() const { return static_cast<float*>(used.get_data_handle()); }
+  int64_t elements() const { return static_cast<int64_t>(plain.get_size() / sizeof(float)); }
 };
 
 // The calling thread's OpenMP thread count set to 1 for a scope (oneDNN reads it when it plans and
@@ -267,10 +334,8 @@ int slots_for(const Tensor& t, const Conv2dGeometry& g) {
   return slots_for(g.N);
 }
 
-// Runs the f32 kernel `f` with f16/bf16 operands widened and the result narrowed into `out`
-// (and `out2`, the bias gradient, when defined). oneDNN 2.6 has no f16 and, below AVX-512, no bf16
-// convolution; one widening pass over the inputs costs far less than the im2col path's slower GEMMs
-// (bench/README.md, performance log).
+// Runs the f32 kernel `f` with its results in f32 buffers narrowed into `out` (and `out2`, the
+// bias gradient, when defined) afterwards: for the weight gradient, whose slots are summed in f32.
 template <class F>
 bool widened(const Tensor& out, const Tensor& out2, F&& f) {
   if (out.dtype() == DType::F32) return f(out, out2);
@@ -287,16 +352,16 @@ memory scratchpad(const Cached& c) {
 }
 memory::desc want(const Cached& c, dnnl::query q) { return c.pd.query_md(q); }
 
-bool forward_f32(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dGeometry& g, int slots) {
-  const float* xp = x.data_ptr<float>();
-  const float* wp = w.data_ptr<float>();
-  float* yp = y.data_ptr<float>();
+// x, w, y: f32 or f16/bf16 (oneDNN 2.6 has no f16 and, below AVX-512, no bf16 convolution: they
+// run on its f32 one, converted inside the reorders); b: f32 or undefined.
+bool forward_slots(Operand y, Operand x, Operand w, const Tensor& b, const Conv2dGeometry& g, int slots,
+                   const Conversions& cv) {
   const bool bias = b.defined();
   return run_slots(Pass::Forward, g, bias, slots, [&](int, int64_t n0, int64_t, const Cached& c, dnnl::stream& s) {
     const Plain& p = c.plain;
-    Arg src(p.src, xp + n0 * g.C * g.H * g.W, want(c, dnnl::query::src_md), kIn0, s, true);
-    Arg wei(p.wei, wp, want(c, dnnl::query::weights_md), kWeights, s, true);
-    Arg dst(p.dst, yp + n0 * g.O * g.OH * g.OW, want(c, dnnl::query::dst_md), kOut, s, false);
+    Arg src(p.src, x.at(n0 * g.C * g.H * g.W), want(c, dnnl::query::src_md), kIn0, s, true, cv);
+    Arg wei(p.wei, w, want(c, dnnl::query::weights_md), kWeights, s, true, cv);
+    Arg dst(p.dst, y.at(n0 * g.O * g.OH * g.OW), want(c, dnnl::query::dst_md), kOut, s, false, cv);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src.used}, {DNNL_ARG_WEIGHTS, wei.used},
                                          {DNNL_ARG_DST, dst.used}, {DNNL_ARG_SCRATCHPAD, scratchpad(c)}};
     if (bias) args[DNNL_ARG_BIAS] = memory(p.bias, engine(), const_cast<float*>(b.data_ptr<float>()));
@@ -305,25 +370,24 @@ bool forward_f32(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor
   });
 }
 
-bool input_grad_f32(const Tensor& gx, const Tensor& gy, const Tensor& w, const Tensor& b, const Conv2dGeometry& g,
-                    int slots) {
-  const float* gyp = gy.data_ptr<float>();
-  const float* wp = w.data_ptr<float>();
-  float* gxp = gx.data_ptr<float>();
+// gx: f32, or f16/bf16 when there is no bias b (conv_transpose2d's, added in f32 afterwards).
+bool input_grad_slots(Operand gx, Operand gy, Operand w, const Tensor& b, const Conv2dGeometry& g, int slots,
+                      const Conversions& cv) {
   const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
   return run_slots(Pass::InputGrad, g, false, slots, [&](int, int64_t n0, int64_t n, const Cached& c, dnnl::stream& s) {
     const Plain& p = c.plain;
-    float* gx_slot = gxp + n0 * g.C * g.H * g.W;
-    Arg diff_dst(p.dst, gyp + n0 * g.O * g.OH * g.OW, want(c, dnnl::query::diff_dst_md), kIn0, s, true);
-    Arg wei(p.wei, wp, want(c, dnnl::query::weights_md), kWeights, s, true);
-    Arg diff_src(p.src, gx_slot, want(c, dnnl::query::diff_src_md), kOut, s, false);
+    const Operand gx_slot = gx.at(n0 * g.C * g.H * g.W);
+    Arg diff_dst(p.dst, gy.at(n0 * g.O * g.OH * g.OW), want(c, dnnl::query::diff_dst_md), kIn0, s, true, cv);
+    Arg wei(p.wei, w, want(c, dnnl::query::weights_md), kWeights, s, true, cv);
+    Arg diff_src(p.src, gx_slot, want(c, dnnl::query::diff_src_md), kOut, s, false, cv);
     c.prim.execute(s, {{DNNL_ARG_DIFF_DST, diff_dst.used}, {DNNL_ARG_WEIGHTS, wei.used},
                        {DNNL_ARG_DIFF_SRC, diff_src.used}, {DNNL_ARG_SCRATCHPAD, scratchpad(c)}});
     diff_src.write_back(s);
     if (bp) {  // conv_transpose2d's bias, per input channel
       s.wait();
+      float* gxp = static_cast<float*>(gx_slot.mutable_data());
       for (int64_t i = 0; i < n * g.C; ++i) {
-        float* r = gx_slot + i * g.H * g.W;
+        float* r = gxp + i * g.H * g.W;
         const float v = bp[i % g.C];
         for (int64_t k = 0; k < g.H * g.W; ++k) r[k] += v;
       }
@@ -331,10 +395,9 @@ bool input_grad_f32(const Tensor& gx, const Tensor& gy, const Tensor& w, const T
   });
 }
 
-bool weight_grad_f32(const Tensor& gw, const Tensor& gb, const Tensor& x, const Tensor& gy, const Conv2dGeometry& g,
-                     int slots) {
-  const float* xp = x.data_ptr<float>();
-  const float* gyp = gy.data_ptr<float>();
+// gw, gb: f32 (the slots' partial sums are added in f32); x, gy: f32 or f16/bf16.
+bool weight_grad_slots(const Tensor& gw, const Tensor& gb, Operand x, Operand gy, const Conv2dGeometry& g, int slots,
+                       const Conversions& cv) {
   const bool bias = gb.defined();
   const int64_t wn = gw.numel(), acc_n = wn + (bias ? g.O : 0);
   // Slot 0 writes straight into gw/gb; the others into partials added after, in slot order.
@@ -345,9 +408,9 @@ bool weight_grad_f32(const Tensor& gw, const Tensor& gb, const Tensor& x, const 
     const Plain& p = c.plain;
     float* wdst = slot == 0 ? gwp : partial.data() + (slot - 1) * acc_n;
     float* bdst = slot == 0 ? gbp : wdst + wn;
-    Arg src(p.src, xp + n0 * g.C * g.H * g.W, want(c, dnnl::query::src_md), kIn0, s, true);
-    Arg diff_dst(p.dst, gyp + n0 * g.O * g.OH * g.OW, want(c, dnnl::query::diff_dst_md), kIn1, s, true);
-    Arg diff_wei(p.wei, wdst, want(c, dnnl::query::diff_weights_md), kWeights, s, false);
+    Arg src(p.src, x.at(n0 * g.C * g.H * g.W), want(c, dnnl::query::src_md), kIn0, s, true, cv);
+    Arg diff_dst(p.dst, gy.at(n0 * g.O * g.OH * g.OW), want(c, dnnl::query::diff_dst_md), kIn1, s, true, cv);
+    Arg diff_wei(p.wei, {wdst, DType::F32}, want(c, dnnl::query::diff_weights_md), kWeights, s, false, cv);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src.used}, {DNNL_ARG_DIFF_DST, diff_dst.used},
                                          {DNNL_ARG_DIFF_WEIGHTS, diff_wei.used}, {DNNL_ARG_SCRATCHPAD, scratchpad(c)}};
     if (bias) args[DNNL_ARG_DIFF_BIAS] = memory(p.bias, engine(), bdst);
@@ -364,24 +427,27 @@ bool weight_grad_f32(const Tensor& gw, const Tensor& gb, const Tensor& x, const 
 }
 }  // namespace
 
-bool forward(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dGeometry& g) {
+bool forward(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dGeometry& g,
+             const Conversions& cv) {
   const int slots = slots_for(x, g);
-  return slots > 0 && widened(y, Tensor(), [&](const Tensor& y32, const Tensor&) {
-    return forward_f32(y32, f32(x), f32(w), f32(b), g, slots);
-  });
+  return slots > 0 && forward_slots(operand(y), operand(x), operand(w), f32(b), g, slots, cv);
 }
 
-bool input_grad(const Tensor& gx, const Tensor& gy, const Tensor& w, const Tensor& b, const Conv2dGeometry& g) {
+bool input_grad(const Tensor& gx, const Tensor& gy, const Tensor& w, const Tensor& b, const Conv2dGeometry& g,
+                const Conversions& cv) {
   const int slots = slots_for(gy, g);
-  return slots > 0 && widened(gx, Tensor(), [&](const Tensor& gx32, const Tensor&) {
-    return input_grad_f32(gx32, f32(gy), f32(w), f32(b), g, slots);
+  if (slots == 0) return false;
+  if (!b.defined()) return input_grad_slots(operand(gx), operand(gy), operand(w), Tensor(), g, slots, cv);
+  return widened(gx, Tensor(), [&](const Tensor& gx32, const Tensor&) {
+    return input_grad_slots(operand(gx32), operand(gy), operand(w), f32(b), g, slots, cv);
   });
 }
 
-bool weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, const Tensor& gy, const Conv2dGeometry& g) {
+bool weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, const Tensor& gy, const Conv2dGeometry& g,
+                 const Conversions& cv) {
   const int slots = slots_for(x, g);
   return slots > 0 && widened(gw, gb, [&](const Tensor& gw32, const Tensor& gb32) {
-    return weight_grad_f32(gw32, gb32, f32(x), f32(gy), g, slots);
+    return weight_grad_slots(gw32, gb32, operand(x), operand(gy), g, slots, cv);
   });
 }
 #endif

@@ -1,7 +1,7 @@
 // 2-D convolution on oneDNN (Debian's libdnnl, the primitive library PyTorch's CPU convolution
 // uses), tried first by the CPU conv kernels (ops/cpu/conv.cpp) when the build found it
 // (MINIDL_DNNL). f32 runs on oneDNN's f32 primitives; f16/bf16 are widened to f32 for them and the
-// results narrowed. Each function returns false when it does not take the call (oneDNN absent or
+// results narrowed, inside the reorders to and from oneDNN's layouts. Each function returns false when it does not take the call (oneDNN absent or
 // switched off, f64, a batch smaller than the thread count, a geometry oneDNN refuses); the caller
 // then runs its own im2col + GEMM path. Why and how much: bench/README.md, "performance log".
 #pragma once
@@ -20,8 +20,23 @@ void set_enabled(bool on);
 // Kernel calls oneDNN has taken so far (all passes), so tests can tell that a call really took this path.
 int64_t calls();
 
-bool forward(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dGeometry& g);
-bool input_grad(const Tensor& gx, const Tensor& gy, const Tensor& w, const Tensor& b, const Conv2dGeometry& g);
-bool weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, const Tensor& gy, const Conv2dGeometry& g);
+// The f16/bf16 <-> f32 conversions of the calling kernel set (ops/cpu/convert.h; this file is built
+// once, the kernel sets once per instruction set, so they hand it theirs). f16/bf16 images are
+// widened straight into the blocked layout oneDNN asks for, and its results narrowed straight back.
+struct Conversions {
+  void (*widen)(const void* src, DType type, float* dst, int64_t n);
+  void (*narrow)(const float* src, DType type, void* dst, int64_t n);
+  // Images [images, C, HW] <-> channel blocks of `block` (8 or 16) channels, as
+  // widen_to_channel_blocks / narrow_from_channel_blocks.
+  void (*widen_blocked)(const void* src, DType type, float* dst, int64_t images, int64_t C, int64_t HW, int64_t block);
+  void (*narrow_blocked)(const float* src, DType type, void* dst, int64_t images, int64_t C, int64_t HW, int64_t block);
+};
+
+bool forward(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dGeometry& g,
+             const Conversions& cv);
+bool input_grad(const Tensor& gx, const Tensor& gy, const Tensor& w, const Tensor& b, const Conv2dGeometry& g,
+                const Conversions& cv);
+bool weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, const Tensor& gy, const Conv2dGeometry& g,
+                 const Conversions& cv);
 
 }  // namespace minidl::kernels::cpu::dnnl_conv

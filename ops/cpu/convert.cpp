@@ -7,6 +7,8 @@
 // conversion instruction takes the blocks without subnormals, which it would flush to zero.
 #include "ops/cpu/convert.h"
 
+#include <algorithm>
+
 #include "framework/cpu_features.h"
 
 #if defined(__F16C__) || defined(__AVX2__) || defined(__AVX512F__)
@@ -164,5 +166,54 @@ void float_to_bf16(const float* src, bfloat16* dst, int64_t n) {
 #endif
   for (; i < n; ++i) d[i] = bf16_round(s[i]);
 }
+
+namespace {
+constexpr int64_t kMaxChannelBlock = 16;
+constexpr int64_t kPixelRun = 64;  // pixels per channel converted at a time: 16 x 64 floats stay in L1
+}  // namespace
+
+template <class T>
+void widen_to_channel_blocks(const T* src, float* dst, int64_t images, int64_t C, int64_t HW, int64_t block) {
+  const int64_t groups = (C + block - 1) / block;
+  float run[kMaxChannelBlock][kPixelRun];
+  for (int64_t n = 0; n < images; ++n)
+    for (int64_t cb = 0; cb < groups; ++cb) {
+      const int64_t c0 = cb * block, nc = std::min(block, C - c0);
+      const T* in = src + (n * C + c0) * HW;
+      float* out = dst + (n * groups + cb) * HW * block;
+      for (int64_t p0 = 0; p0 < HW; p0 += kPixelRun) {
+        const int64_t len = std::min(kPixelRun, HW - p0);
+        for (int64_t c = 0; c < nc; ++c) load_block(in + c * HW + p0, run[c], len);
+        for (int64_t c = nc; c < block; ++c) std::fill(run[c], run[c] + len, 0.0f);
+        float* o = out + p0 * block;
+        for (int64_t p = 0; p < len; ++p)
+          for (int64_t c = 0; c < block; ++c) o[p * block + c] = run[c][p];
+      }
+    }
+}
+
+template <class T>
+void narrow_from_channel_blocks(const float* src, T* dst, int64_t images, int64_t C, int64_t HW, int64_t block) {
+  const int64_t groups = (C + block - 1) / block;
+  float run[kMaxChannelBlock][kPixelRun];
+  for (int64_t n = 0; n < images; ++n)
+    for (int64_t cb = 0; cb < groups; ++cb) {
+      const int64_t c0 = cb * block, nc = std::min(block, C - c0);
+      const float* in = src + (n * groups + cb) * HW * block;
+      T* out = dst + (n * C + c0) * HW;
+      for (int64_t p0 = 0; p0 < HW; p0 += kPixelRun) {
+        const int64_t len = std::min(kPixelRun, HW - p0);
+        const float* i = in + p0 * block;
+        for (int64_t p = 0; p < len; ++p)
+          for (int64_t c = 0; c < nc; ++c) run[c][p] = i[p * block + c];
+        for (int64_t c = 0; c < nc; ++c) store_block(run[c], out + c * HW + p0, len);
+      }
+    }
+}
+
+template void widen_to_channel_blocks<half>(const half*, float*, int64_t, int64_t, int64_t, int64_t);
+template void widen_to_channel_blocks<bfloat16>(const bfloat16*, float*, int64_t, int64_t, int64_t, int64_t);
+template void narrow_from_channel_blocks<half>(const float*, half*, int64_t, int64_t, int64_t, int64_t);
+template void narrow_from_channel_blocks<bfloat16>(const float*, bfloat16*, int64_t, int64_t, int64_t, int64_t);
 
 }  // namespace minidl
