@@ -8,6 +8,7 @@
 #include "ops/cpu/convert.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "framework/cpu_features.h"
 
@@ -35,7 +36,8 @@ inline __m512i bf16_round16(__m512i u) {
   const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
   return _mm512_mask_blend_epi32(nan, rounded, quiet);
 }
-#elif defined(__AVX2__)
+#endif
+#if defined(__AVX2__)
 inline __m256i bf16_round8(__m256i u) {
   const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
   const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
@@ -86,7 +88,7 @@ void float_to_half(const float* src, half* dst, int64_t n) {
 
 void bf16_to_float(const bfloat16* src, float* dst, int64_t n) {
   const uint16_t* s = reinterpret_cast<const uint16_t*>(src);
-  uint32_t* d = reinterpret_cast<uint32_t*>(dst);
+  [[maybe_unused]] uint32_t* d = reinterpret_cast<uint32_t*>(dst);  // the vector paths
   int64_t i = 0;
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
   for (; i + 16 <= n; i += 16) {
@@ -104,7 +106,9 @@ void bf16_to_float(const bfloat16* src, float* dst, int64_t n) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), _mm256_slli_epi32(w, 16));
   }
 #endif
-  for (; i < n; ++i) d[i] = static_cast<uint32_t>(s[i]) << 16;
+  // Scalar code reads and writes the floats as floats (bit_cast): through the uint32_t view it would
+  // break strict aliasing, and an inlined one-element call then read a value the compiler never stored.
+  for (; i < n; ++i) dst[i] = std::bit_cast<float>(static_cast<uint32_t>(s[i]) << 16);
 }
 
 namespace {
@@ -142,7 +146,7 @@ __attribute__((target("avx512bf16"))) int64_t float_to_bf16_avx512bf16(const uin
 }  // namespace
 
 void float_to_bf16(const float* src, bfloat16* dst, int64_t n) {
-  const uint32_t* s = reinterpret_cast<const uint32_t*>(src);
+  [[maybe_unused]] const uint32_t* s = reinterpret_cast<const uint32_t*>(src);  // the vector paths
   uint16_t* d = reinterpret_cast<uint16_t*>(dst);
   int64_t i = 0;
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
@@ -164,50 +168,94 @@ void float_to_bf16(const float* src, bfloat16* dst, int64_t n) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm256_castsi256_si128(p));
   }
 #endif
-  for (; i < n; ++i) d[i] = bf16_round(s[i]);
+  for (; i < n; ++i) d[i] = bf16_round(std::bit_cast<uint32_t>(src[i]));  // bit_cast: see bf16_to_float
 }
 
 namespace {
-constexpr int64_t kMaxChannelBlock = 16;
-constexpr int64_t kPixelRun = 64;  // pixels per channel converted at a time: 16 x 64 floats stay in L1
+#if defined(__AVX2__) && defined(__F16C__)
+// 8 f16/bf16 values widened, 8 f32 narrowed (bf16: round to nearest even, NaN quieted, as above).
+inline __m256 load8(const half* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline __m256 load8(const bfloat16* p) {
+  const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+inline void store8(half* p, __m256 v) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+inline void store8(bfloat16* p, __m256 v) {
+  const __m256i r = bf16_round8(_mm256_castps_si256(v));
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(packed));
+}
+
+// An 8 x 8 f32 transpose in registers: r[i] holds row i before, column i after.
+inline void transpose8(__m256 r[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xee);
+  const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xee);
+  const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xee);
+  const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xee);
+  r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
+  r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+  r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
+  r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+  r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+  r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+  r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+  r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+#endif
 }  // namespace
 
+// Both directions go 8 pixels x 8 channels at a time through an in-register transpose where the
+// set has AVX2 (a 16-channel block is two such halves); the last pixels of a plane, and every
+// pixel in the baseline set, one at a time.
 template <class T>
 void widen_to_channel_blocks(const T* src, float* dst, int64_t images, int64_t C, int64_t HW, int64_t block) {
   const int64_t groups = (C + block - 1) / block;
-  float run[kMaxChannelBlock][kPixelRun];
   for (int64_t n = 0; n < images; ++n)
     for (int64_t cb = 0; cb < groups; ++cb) {
       const int64_t c0 = cb * block, nc = std::min(block, C - c0);
       const T* in = src + (n * C + c0) * HW;
       float* out = dst + (n * groups + cb) * HW * block;
-      for (int64_t p0 = 0; p0 < HW; p0 += kPixelRun) {
-        const int64_t len = std::min(kPixelRun, HW - p0);
-        for (int64_t c = 0; c < nc; ++c) load_block(in + c * HW + p0, run[c], len);
-        for (int64_t c = nc; c < block; ++c) std::fill(run[c], run[c] + len, 0.0f);
-        float* o = out + p0 * block;
-        for (int64_t p = 0; p < len; ++p)
-          for (int64_t c = 0; c < block; ++c) o[p * block + c] = run[c][p];
-      }
+      int64_t p = 0;
+#if defined(__AVX2__) && defined(__F16C__)
+      for (; p + 8 <= HW; p += 8)
+        for (int64_t h = 0; h < block; h += 8) {
+          __m256 r[8];
+          for (int64_t i = 0; i < 8; ++i) r[i] = h + i < nc ? load8(in + (h + i) * HW + p) : _mm256_setzero_ps();
+          transpose8(r);
+          for (int64_t i = 0; i < 8; ++i) _mm256_storeu_ps(out + (p + i) * block + h, r[i]);
+        }
+#endif
+      for (; p < HW; ++p)
+        for (int64_t c = 0; c < block; ++c) out[p * block + c] = c < nc ? static_cast<float>(in[c * HW + p]) : 0.0f;
     }
 }
 
 template <class T>
 void narrow_from_channel_blocks(const float* src, T* dst, int64_t images, int64_t C, int64_t HW, int64_t block) {
   const int64_t groups = (C + block - 1) / block;
-  float run[kMaxChannelBlock][kPixelRun];
   for (int64_t n = 0; n < images; ++n)
     for (int64_t cb = 0; cb < groups; ++cb) {
       const int64_t c0 = cb * block, nc = std::min(block, C - c0);
       const float* in = src + (n * groups + cb) * HW * block;
       T* out = dst + (n * C + c0) * HW;
-      for (int64_t p0 = 0; p0 < HW; p0 += kPixelRun) {
-        const int64_t len = std::min(kPixelRun, HW - p0);
-        const float* i = in + p0 * block;
-        for (int64_t p = 0; p < len; ++p)
-          for (int64_t c = 0; c < nc; ++c) run[c][p] = i[p * block + c];
-        for (int64_t c = 0; c < nc; ++c) store_block(run[c], out + c * HW + p0, len);
-      }
+      int64_t p = 0;
+#if defined(__AVX2__) && defined(__F16C__)
+      for (; p + 8 <= HW; p += 8)
+        for (int64_t h = 0; h < nc; h += 8) {
+          __m256 r[8];
+          for (int64_t i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(in + (p + i) * block + h);
+          transpose8(r);
+          for (int64_t i = 0; i < 8 && h + i < nc; ++i) store8(out + (h + i) * HW + p, r[i]);
+        }
+#endif
+      for (; p < HW; ++p)
+        for (int64_t c = 0; c < nc; ++c) out[c * HW + p] = static_cast<T>(in[p * block + c]);  // rounds as the bulk paths
     }
 }
 
