@@ -213,50 +213,57 @@ inline void transpose8(__m256 r[8]) {
 // Both directions go 8 pixels x 8 channels at a time through an in-register transpose where the
 // set has AVX2 (a 16-channel block is two such halves); the last pixels of a plane, and every
 // pixel in the baseline set, one at a time.
-template <class T>
-void widen_to_channel_blocks(const T* src, float* dst, int64_t images, int64_t C, int64_t HW, int64_t block) {
+namespace {
+// Calls f(planes, block_data, channels) for each channel group of each image: planes is the offset
+// of the group's first NCHW plane, block_data that of its blocked copy, channels how many of its
+// `block` channels exist (fewer in a last, padded group).
+template <class F>
+void for_each_channel_group(int64_t images, int64_t C, int64_t HW, int64_t block, F&& f) {
   const int64_t groups = (C + block - 1) / block;
   for (int64_t n = 0; n < images; ++n)
-    for (int64_t cb = 0; cb < groups; ++cb) {
-      const int64_t c0 = cb * block, nc = std::min(block, C - c0);
-      const T* in = src + (n * C + c0) * HW;
-      float* out = dst + (n * groups + cb) * HW * block;
-      int64_t p = 0;
+    for (int64_t cb = 0; cb < groups; ++cb)
+      f((n * C + cb * block) * HW, (n * groups + cb) * HW * block, std::min(block, C - cb * block));
+}
+}  // namespace
+
+template <class T>
+void widen_to_channel_blocks(const T* src, float* dst, int64_t images, int64_t C, int64_t HW, int64_t block) {
+  for_each_channel_group(images, C, HW, block, [&](int64_t planes, int64_t blocked, int64_t nc) {
+    const T* in = src + planes;
+    float* out = dst + blocked;
+    int64_t p = 0;
 #if defined(__AVX2__) && defined(__F16C__)
-      for (; p + 8 <= HW; p += 8)
-        for (int64_t h = 0; h < block; h += 8) {
-          __m256 r[8];
-          for (int64_t i = 0; i < 8; ++i) r[i] = h + i < nc ? load8(in + (h + i) * HW + p) : _mm256_setzero_ps();
-          transpose8(r);
-          for (int64_t i = 0; i < 8; ++i) _mm256_storeu_ps(out + (p + i) * block + h, r[i]);
-        }
+    for (; p + 8 <= HW; p += 8)
+      for (int64_t h = 0; h < block; h += 8) {
+        __m256 r[8];
+        for (int64_t i = 0; i < 8; ++i) r[i] = h + i < nc ? load8(in + (h + i) * HW + p) : _mm256_setzero_ps();
+        transpose8(r);
+        for (int64_t i = 0; i < 8; ++i) _mm256_storeu_ps(out + (p + i) * block + h, r[i]);
+      }
 #endif
-      for (; p < HW; ++p)
-        for (int64_t c = 0; c < block; ++c) out[p * block + c] = c < nc ? static_cast<float>(in[c * HW + p]) : 0.0f;
-    }
+    for (; p < HW; ++p)
+      for (int64_t c = 0; c < block; ++c) out[p * block + c] = c < nc ? static_cast<float>(in[c * HW + p]) : 0.0f;
+  });
 }
 
 template <class T>
 void narrow_from_channel_blocks(const float* src, T* dst, int64_t images, int64_t C, int64_t HW, int64_t block) {
-  const int64_t groups = (C + block - 1) / block;
-  for (int64_t n = 0; n < images; ++n)
-    for (int64_t cb = 0; cb < groups; ++cb) {
-      const int64_t c0 = cb * block, nc = std::min(block, C - c0);
-      const float* in = src + (n * groups + cb) * HW * block;
-      T* out = dst + (n * C + c0) * HW;
-      int64_t p = 0;
+  for_each_channel_group(images, C, HW, block, [&](int64_t planes, int64_t blocked, int64_t nc) {
+    const float* in = src + blocked;
+    T* out = dst + planes;
+    int64_t p = 0;
 #if defined(__AVX2__) && defined(__F16C__)
-      for (; p + 8 <= HW; p += 8)
-        for (int64_t h = 0; h < nc; h += 8) {
-          __m256 r[8];
-          for (int64_t i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(in + (p + i) * block + h);
-          transpose8(r);
-          for (int64_t i = 0; i < 8 && h + i < nc; ++i) store8(out + (h + i) * HW + p, r[i]);
-        }
+    for (; p + 8 <= HW; p += 8)
+      for (int64_t h = 0; h < nc; h += 8) {
+        __m256 r[8];
+        for (int64_t i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(in + (p + i) * block + h);
+        transpose8(r);
+        for (int64_t i = 0; i < 8 && h + i < nc; ++i) store8(out + (h + i) * HW + p, r[i]);
+      }
 #endif
-      for (; p < HW; ++p)
-        for (int64_t c = 0; c < nc; ++c) out[c * HW + p] = static_cast<T>(in[p * block + c]);  // rounds as the bulk paths
-    }
+    for (; p < HW; ++p)
+      for (int64_t c = 0; c < nc; ++c) out[c * HW + p] = static_cast<T>(in[p * block + c]);  // rounds as the bulk paths
+  });
 }
 
 template void widen_to_channel_blocks<half>(const half*, float*, int64_t, int64_t, int64_t, int64_t);
