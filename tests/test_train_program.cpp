@@ -273,7 +273,7 @@ TEST_CASE("minidl-train checks that output paths are writable before training", 
   write_mnist_like(dir, 100, 20);
   const std::string common = "--data " + dir.path.string() + " --epochs 1 --batch-size 50 --no-progress ";
   for (const std::string flag : {"--checkpoint", "--metrics", "--json"}) {
-    for (const std::string path : {std::string("/nonexistent-minidl-dir/out"), dir.path.string()}) {
+    for (const std::string& path : {std::string("/nonexistent-minidl-dir/out"), dir.path.string()}) {
       INFO(flag << " " << path);
       Result r = run_train(common + flag + " " + path);
       CHECK(r.status == 2);

@@ -2,13 +2,11 @@
 // alone as a world of one (what the GPU check does: it carries no MPI runtime). Where
 // the ranks cannot each have a GPU it reports itself skipped (a failure under MINIDL_EXPECT_GPU=1
 // when there is no GPU at all; a machine with fewer GPUs than ranks always skips, saying so).
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "catch_session.h"
 #include "distributed/init.h"
 #include "framework/cuda.h"
 #include "ops/ops.h"
@@ -30,9 +28,7 @@ int main(int argc, char** argv) {
   }
   // Without mpirun: a world of one (one GPU), which NCCL starts without MPI.
   auto group = dist::init_process_group(dist::InitOptions().backend("nccl").require_launcher(false));
-  Catch::Session session;
-  int rc = session.applyCommandLine(argc, argv);
-  if (rc == 0) rc = session.run();
+  const int rc = testing::run_catch_session(argc, argv);
   Tensor failed = from_vector<int32_t>({rc != 0 ? 1 : 0}).to(Device::cuda(dist::default_group_device()));
   group->allreduce({failed})->wait();
   const int any_failed = static_cast<int>(failed.item());
