@@ -278,7 +278,8 @@ TEST_CASE("contiguous returns the same tensor when already contiguous, else a pa
 
 TEST_CASE("copies of transposed matrices (tile by tile) put every element in place, with dtype conversion", "[tensor]") {
   // Sizes on either side of the 32 x 32 tiles.
-  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{31, 40}, {32, 32}, {33, 70}, {100, 65}, {1, 50}, {64, 2}}) {
+  for (const auto& size : {std::pair<int64_t, int64_t>{31, 40}, {32, 32}, {33, 70}, {100, 65}, {1, 50}, {64, 2}}) {
+    const int64_t rows = size.first, cols = size.second;  // not a structured binding: clang 14 cannot capture one
     INFO(rows << " x " << cols);
     Tensor base = arange(0, static_cast<double>(rows * cols), 1, DType::F32).reshape({cols, rows});
     // c must be base^T, base's values as `source` holds them.
