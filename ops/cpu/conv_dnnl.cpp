@@ -234,55 +234,74 @@ int64_t channel_block(const memory::desc& plain, const memory::desc& want) {
 // converted back by write_back after the call). f16/bf16 images go straight to and from a channel-
 // blocked layout in one pass; any other layout goes through an f32 copy in the plain layout.
 struct Arg {
+  // How the operand reaches `used`, chosen once for both directions.
+  enum class Route {
+    Direct,   // f32 in the wanted layout: used is the user's buffer
+    Reorder,  // f32: oneDNN's reorder
+    Flat,     // f16/bf16 in the wanted (plain) layout: a flat conversion
+    Blocked,  // f16/bf16 to nChw8c/nChw16c: the channel-block conversion
+    Staged,   // f16/bf16 to any other layout: a flat conversion to plain f32, then oneDNN's reorder
+  };
   memory::desc plain;
   Operand user;
   memory used;
   const Conversions& cv;
+  Route route = Route::Direct;
+  int64_t block = 0;
+
   Arg(const memory::desc& plain_md, Operand op, const memory::desc& want, Role role, dnnl::stream& s, bool read,
       const Conversions& conversions)
       : plain(plain_md), user(op), cv(conversions) {
-    if (user.type == DType::F32 && plain == want) {
-      used = memory(plain, engine(), user.mutable_data());
-      return;
-    }
-    used = memory(want, engine(), buffer(role, want.get_size()));
+    const bool f32 = user.type == DType::F32;
+    if (plain == want) route = f32 ? Route::Direct : Route::Flat;
+    else if (f32) route = Route::Reorder;
+    else route = (block = channel_block(plain, want)) ? Route::Blocked : Route::Staged;
+    used = route == Route::Direct ? memory(plain, engine(), user.mutable_data())
+                                  : memory(want, engine(), buffer(role, want.get_size()));
     if (!read) return;
-    if (user.type == DType::F32) {
-      memory src(plain, engine(), user.mutable_data());
-      dnnl::reorder(src, used).execute(s, src, used);
-    } else if (plain == want) {
-      cv.widen(user.data, user.type, float_data(), elements());
-    } else if (const int64_t b = channel_block(plain, want)) {
-      const auto d = plain.dims();
-      cv.widen_blocked(user.data, user.type, float_data(), d[0], d[1], d[2] * d[3], b);
-    } else {
-      memory staged(plain, engine(), buffer(kStaging, plain.get_size()));
-      cv.widen(user.data, user.type, static_cast<float*>(staged.get_data_handle()), elements());
-      dnnl::reorder(staged, used).execute(s, staged, used);
+    switch (route) {
+      case Route::Direct: break;
+      case Route::Reorder: {
+        memory src(plain, engine(), user.mutable_data());
+        dnnl::reorder(src, used).execute(s, src, used);
+        break;
+      }
+      case Route::Flat: cv.widen(user.data, user.type, float_data(), elements()); break;
+      case Route::Blocked: cv.widen_blocked(user.data, user.type, float_data(), images(), channels(), pixels(), block); break;
+      case Route::Staged: {
+        memory staged = staging();
+        cv.widen(user.data, user.type, static_cast<float*>(staged.get_data_handle()), elements());
+        dnnl::reorder(staged, used).execute(s, staged, used);
+        break;
+      }
     }
   }
   void write_back(dnnl::stream& s) {
-    if (used.get_data_handle() == user.data) return;
-    if (user.type == DType::F32) {
-      memory dst(plain, engine(), user.mutable_data());
-      dnnl::reorder(used, dst).execute(s, used, dst);
-      return;
-    }
-    s.wait();  // our conversions run on this thread, after oneDNN's work
-    if (used.get_desc() == plain) {
-      cv.narrow(float_data(), user.type, user.mutable_data(), elements());
-    } else if (const int64_t b = channel_block(plain, used.get_desc())) {
-      const auto d = plain.dims();
-      cv.narrow_blocked(float_data(), user.type, user.mutable_data(), d[0], d[1], d[2] * d[3], b);
-    } else {
-      memory staged(plain, engine(), buffer(kStaging, plain.get_size()));
-      dnnl::reorder(used, staged).execute(s, used, staged);
-      s.wait();
-      cv.narrow(static_cast<const float*>(staged.get_data_handle()), user.type, user.mutable_data(), elements());
+    if (route != Route::Direct && route != Route::Reorder) s.wait();  // our conversions run after oneDNN's work
+    switch (route) {
+      case Route::Direct: break;
+      case Route::Reorder: {
+        memory dst(plain, engine(), user.mutable_data());
+        dnnl::reorder(used, dst).execute(s, used, dst);
+        break;
+      }
+      case Route::Flat: cv.narrow(float_data(), user.type, user.mutable_data(), elements()); break;
+      case Route::Blocked: cv.narrow_blocked(float_data(), user.type, user.mutable_data(), images(), channels(), pixels(), block); break;
+      case Route::Staged: {
+        memory staged = staging();
+        dnnl::reorder(used, staged).execute(s, used, staged);
+        s.wait();
+        cv.narrow(static_cast<const float*>(staged.get_data_handle()), user.type, user.mutable_data(), elements());
+        break;
+      }
     }
   }
   float* float_data() const { return static_cast<float*>(used.get_data_handle()); }
+  memory staging() const { return memory(plain, engine(), buffer(kStaging, plain.get_size())); }
   int64_t elements() const { return static_cast<int64_t>(plain.get_size() / sizeof(float)); }
+  int64_t images() const { return plain.dims()[0]; }
+  int64_t channels() const { return plain.dims()[1]; }
+  int64_t pixels() const { return plain.dims()[2] * plain.dims()[3]; }
 };
 
 // The calling thread's OpenMP thread count set to 1 for a scope (oneDNN reads it when it plans and
