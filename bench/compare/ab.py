@@ -12,7 +12,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare import STEPS, cpu_model, run_measured  # noqa: E402
+from compare import alternate_steps, cpu_model  # noqa: E402
 
 
 def main():
@@ -30,17 +30,9 @@ def main():
     load = open("/proc/loadavg").read().split()[:3]
     print(f"CPU: {cpu}; load before: {' '.join(load)}", flush=True)
 
-    results = {}
-    sides = [("A", a.a), ("B", a.b)]
-    for rep in range(a.reps):
-        order = sides if rep % 2 == 0 else sides[::-1]
-        for t in threads:
-            for m in models:
-                for prec in precisions:
-                    for label, binary in order:
-                        r = run_measured([binary, "--one", m, prec, str(STEPS[m][0]), "1"], {"OMP_NUM_THREADS": str(t)})
-                        results.setdefault((t, m, prec, label), []).append(r["samples_per_s"][0])
-        print(f"repetition {rep + 1}/{a.reps} done", flush=True)
+    sides = [("A", a.a, {}), ("B", a.b, {})]
+    workloads = [(m, prec, t) for t in threads for m in models for prec in precisions]
+    results = alternate_steps(sides, workloads, a.reps)
 
     for title, pick in (("median", statistics.median), ("best", max)):
         print(f"\nsamples/s, {title} of {a.reps} alternated repetitions\n")
@@ -50,7 +42,7 @@ def main():
         for t in threads:
             for m in models:
                 for prec in precisions:
-                    va, vb = pick(results[(t, m, prec, "A")]), pick(results[(t, m, prec, "B")])
+                    va, vb = pick(results[((m, prec, t), "A")]), pick(results[((m, prec, t), "B")])
                     logs.append(math.log(vb / va))
                     print(f"| {t} | {m} | {prec} | {va:.0f} | {vb:.0f} | {vb / va:.2f}x |")
         print(f"| | geometric mean | | | | {math.exp(sum(logs) / len(logs)):.3f}x |")

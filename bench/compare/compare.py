@@ -60,6 +60,24 @@ def run_measured(cmd, env_extra=None):
     return res
 
 
+def alternate_steps(configs, workloads, reps):
+    """Runs minidl-bench-step configurations alternately (ab.py, isa_cost.py): configs are
+    (label, binary, extra environment), workloads (model, precision, threads); each repetition
+    runs every workload under every configuration, in reversed configuration order every other
+    repetition, each run its own process. Returns {(workload, label): [samples/s, ...]}."""
+    results = {}
+    for rep in range(reps):
+        order = configs if rep % 2 == 0 else configs[::-1]
+        for w in workloads:
+            model, prec, threads = w
+            for label, binary, env in order:
+                env = dict(env, OMP_NUM_THREADS=str(threads)) if threads else env
+                r = run_measured([binary, "--one", model, prec, str(STEPS[model][0]), "1"], env)
+                results.setdefault((w, label), []).append(r["samples_per_s"][0])
+        print(f"repetition {rep + 1}/{reps} done", flush=True)
+    return results
+
+
 def cpu_model():
     name, flags = "unknown", set()
     with open("/proc/cpuinfo") as f:

@@ -14,7 +14,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare import STEPS, cpu_model, run_measured  # noqa: E402
+from compare import alternate_steps, cpu_model, run_measured  # noqa: E402
 
 
 def main():
@@ -36,15 +36,8 @@ def main():
     cpu = cpu_model()[0]
     print(f"CPU: {cpu}; kernels of the default build: {probe['cpu_kernels']}", flush=True)
 
-    results = {}
-    for rep in range(a.reps):
-        order = configs if rep % 2 == 0 else configs[::-1]
-        for m in models:
-            for prec in precisions:
-                for label, binary, env in order:
-                    r = run_measured([binary, "--one", m, prec, str(STEPS[m][0]), "1"], env)
-                    results.setdefault((m, prec, label), []).append(r["samples_per_s"][0])
-        print(f"repetition {rep + 1}/{a.reps} done", flush=True)
+    workloads = [(m, prec, None) for m in models for prec in precisions]
+    results = {(w[0], w[1], label): v for (w, label), v in alternate_steps(configs, workloads, a.reps).items()}
 
     labels = [c[0] for c in configs]
     for title, pick in (("median", statistics.median), ("best", max)):
