@@ -198,6 +198,42 @@ TEST_CASE("every CPU kernel set multiplies matrices within the f32 rounding boun
   }
 }
 
+// The f16/bf16 GEMM widens its operands while Eigen packs them (ops/cpu/widening_gemm.h): the packed
+// panels, the kernel and so the sums are those of the f32 GEMM on the widened operands, bit for bit.
+// Shapes: register-block remainders; a depth over Eigen's k-block and rows over its m-block (several
+// packed panels of each operand); a product big enough to be split across threads; a 10-column
+// result (computed column-major); every storage order of both operands; an accumulating call (beta 1).
+TEST_CASE("every CPU kernel set multiplies f16/bf16 matrices bit for bit as the f32 GEMM multiplies their widening", "[cpu_isa]") {
+  struct Shape {
+    int64_t m, k, n;
+  };
+  const Shape shapes[] = {{37, 129, 45}, {13, 1100, 29}, {700, 300, 96}, {257, 64, 10}, {1, 7, 1}};
+  unsigned seed = 40;
+  for (K::CpuIsa isa : runnable_sets()) {
+    const K::Registry r = tables_of(isa);
+    for (DType dt : {DType::F16, DType::BF16}) {
+      for (const Shape& s : shapes) {
+        for (int orders = 0; orders < 4; ++orders) {
+          const bool a_cols = orders & 1, b_cols = orders & 2;
+          INFO("set " << K::cpu_isa_name(isa) << " " << dtype_name(dt) << " " << s.m << "x" << s.k << "x" << s.n
+                      << " a " << (a_cols ? "column" : "row") << "-major, b " << (b_cols ? "column" : "row") << "-major");
+          const Tensor a = a_cols ? from_vector(random_floats(s.m * s.k, seed++), {s.k, s.m}).to(dt).t()
+                                  : from_vector(random_floats(s.m * s.k, seed++), {s.m, s.k}).to(dt);
+          const Tensor b = b_cols ? from_vector(random_floats(s.k * s.n, seed++), {s.n, s.k}).to(dt).t()
+                                  : from_vector(random_floats(s.k * s.n, seed++), {s.k, s.n}).to(dt);
+          const Tensor c0 = from_vector(random_floats(s.m * s.n, seed++), {s.m, s.n}).to(dt);
+          for (double beta : {0.0, 1.0}) {
+            Tensor low = c0.clone(), wide = c0.to(DType::F32);
+            r.gemm.get(Device::cpu(), dt)(low, a, b, 0.5, beta);
+            r.gemm.get(Device::cpu(), DType::F32)(wide, a.to(DType::F32), b.to(DType::F32), 0.5, beta);
+            CHECK(bits16(low) == bits16(wide.to(dt)));
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("every CPU kernel set's exp, tanh, sigmoid and gelu agree with double references", "[cpu_isa]") {
   std::vector<float> xv = random_floats(1000, 5, 4.0f);
   for (int64_t len : {int64_t{1000}, int64_t{13}}) {

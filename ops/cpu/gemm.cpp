@@ -5,16 +5,18 @@
 // collapses (10-1000x) as soon as another thread competes for one of the two cores (a data-loader
 // worker, another process); see bench/README.md. Small products run on the calling thread.
 // Operands may be transposed views: any 2-D slice with a unit stride on one dim maps straight onto
-// Eigen without a copy. f16/bf16 operands are widened to f32 (F16C / shifts), multiplied in f32 and
-// narrowed once: Eigen::half arithmetic is ~300x slower than this. Integer operands (i64, i32, u8)
-// run Eigen's generic kernel in their own type: exact, as PyTorch's CPU mm.
+// Eigen without a copy. f16/bf16 operands are widened to f32 (F16C / shifts) as Eigen packs them,
+// multiplied in f32 and narrowed once: Eigen::half arithmetic is ~300x slower than this. Integer
+// operands (i64, i32, u8) run Eigen's generic kernel in their own type: exact, as PyTorch's CPU mm.
 #include <Eigen/Core>
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "ops/cpu/gemm.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/scalar.h"
+#include "ops/cpu/widening_gemm.h"
 #include "ops/kernels.h"
 #include "ops/ops.h"
 
@@ -35,25 +37,31 @@ MatrixRef<T> operand(const T* p, int64_t rows, int64_t cols, int64_t rs, int64_t
 // c[m x n] += alpha * a[m x k] * b[k x n], sequential; c is row-major (COrder = RowMajor) or
 // column-major with leading dim ldc. Eigen's general_matrix_matrix_product is the kernel behind
 // Matrix::operator*; called directly it takes any strides and storage orders, never threads
-// (info = null), and makes no temporaries.
-template <class T, int AOrder, int BOrder, int COrder>
-void gemm_serial_typed(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T> b, T* c, int64_t ldc, T alpha) {
+// (info = null), and makes no temporaries. f16/bf16 operands (S) with an f32 result (T) take the
+// same loop with operands widened while packed (widening_gemm.h).
+template <class S, class T, int AOrder, int BOrder, int COrder>
+void gemm_serial_typed(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b, T* c, int64_t ldc, T alpha) {
   using Eigen::Index;
   using namespace Eigen::internal;
-  gemm_blocking_space<COrder, T, T, Eigen::Dynamic, Eigen::Dynamic, Eigen::Dynamic> blocking(m, n, k, 1, true);
-  general_matrix_matrix_product<Index, T, AOrder, false, T, BOrder, false, COrder, 1>::run(
-      m, n, k, a.data, a.ld, b.data, b.ld, c, 1, ldc, alpha, blocking, nullptr);
+  if constexpr (std::is_same_v<S, T>) {
+    gemm_blocking_space<COrder, T, T, Eigen::Dynamic, Eigen::Dynamic, Eigen::Dynamic> blocking(m, n, k, 1, true);
+    general_matrix_matrix_product<Index, T, AOrder, false, T, BOrder, false, COrder, 1>::run(
+        m, n, k, a.data, a.ld, b.data, b.ld, c, 1, ldc, alpha, blocking, nullptr);
+  } else {
+    static_assert(std::is_same_v<T, float>, "f16/bf16 operands multiply into f32");
+    widening::gemm<S, AOrder, BOrder, COrder>(m, n, k, a.data, a.ld, b.data, b.ld, c, ldc, alpha);
+  }
 }
 
-template <class T, int COrder>
-void gemm_dispatch(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T> b, T* c, int64_t ldc, T alpha) {
+template <class S, class T, int COrder>
+void gemm_dispatch(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b, T* c, int64_t ldc, T alpha) {
   constexpr int R = Eigen::RowMajor, C = Eigen::ColMajor;
   if (a.row_major) {
-    if (b.row_major) gemm_serial_typed<T, R, R, COrder>(m, n, k, a, b, c, ldc, alpha);
-    else gemm_serial_typed<T, R, C, COrder>(m, n, k, a, b, c, ldc, alpha);
+    if (b.row_major) gemm_serial_typed<S, T, R, R, COrder>(m, n, k, a, b, c, ldc, alpha);
+    else gemm_serial_typed<S, T, R, C, COrder>(m, n, k, a, b, c, ldc, alpha);
   } else {
-    if (b.row_major) gemm_serial_typed<T, C, R, COrder>(m, n, k, a, b, c, ldc, alpha);
-    else gemm_serial_typed<T, C, C, COrder>(m, n, k, a, b, c, ldc, alpha);
+    if (b.row_major) gemm_serial_typed<S, T, C, R, COrder>(m, n, k, a, b, c, ldc, alpha);
+    else gemm_serial_typed<S, T, C, C, COrder>(m, n, k, a, b, c, ldc, alpha);
   }
 }
 
@@ -63,12 +71,12 @@ void gemm_dispatch(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T>
 // transposed into place, ~2.5x faster for n = 10.
 constexpr int64_t kNarrowN = 24;
 
-template <class T>
-void gemm_serial(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T> b, T* c, int64_t ldc, T alpha, T beta) {
+template <class S, class T = S>
+void gemm_serial(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b, T* c, int64_t ldc, T alpha, T beta) {
   if (m == 0 || n == 0) return;
   if (k > 0 && n < kNarrowN && m >= 4 * n) {
     std::vector<T> t(static_cast<size_t>(m * n), T(0));
-    gemm_dispatch<T, Eigen::ColMajor>(m, n, k, a, b, t.data(), m, alpha);
+    gemm_dispatch<S, T, Eigen::ColMajor>(m, n, k, a, b, t.data(), m, alpha);
     for (int64_t i = 0; i < m; ++i) {
       T* row = c + i * ldc;
       if (beta == T(0)) for (int64_t j = 0; j < n; ++j) row[j] = t[j * m + i];
@@ -83,15 +91,15 @@ void gemm_serial(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T> b
     else if (beta != T(1)) for (int64_t j = 0; j < n; ++j) row[j] *= beta;
   }
   if (k == 0) return;
-  gemm_dispatch<T, Eigen::RowMajor>(m, n, k, a, b, c, ldc, alpha);
+  gemm_dispatch<S, T, Eigen::RowMajor>(m, n, k, a, b, c, ldc, alpha);
 }
 
 // One product split into slabs of C, one per thread: rows when m >= n (each thread packs all of b,
 // the smaller operand), otherwise columns (each thread packs all of a). Slab edges fall on
 // multiples of 48 (Eigen's AVX-512 f32 micro-panel is 48 x 4), so no thread gets ragged panels
 // it would not have had anyway.
-template <class T>
-void gemm_slab(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T> b, T* c, int64_t ldc, T alpha, T beta,
+template <class S, class T = S>
+void gemm_slab(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b, T* c, int64_t ldc, T alpha, T beta,
                int64_t slab, int64_t slabs) {
   constexpr int64_t kAlign = 48;
   const bool rows = m >= n;
@@ -100,8 +108,8 @@ void gemm_slab(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T> b, 
   chunk = std::min(len, (chunk + kAlign - 1) / kAlign * kAlign);
   const int64_t s0 = std::min(len, slab * chunk), s1 = std::min(len, s0 + chunk);
   if (s0 >= s1) return;
-  if (rows) gemm_serial(s1 - s0, n, k, MatrixRef<T>{a.at(s0, 0), a.row_major, a.ld}, b, c + s0 * ldc, ldc, alpha, beta);
-  else gemm_serial(m, s1 - s0, k, a, MatrixRef<T>{b.at(0, s0), b.row_major, b.ld}, c + s0, ldc, alpha, beta);
+  if (rows) gemm_serial(s1 - s0, n, k, MatrixRef<S>{a.at(s0, 0), a.row_major, a.ld}, b, c + s0 * ldc, ldc, alpha, beta);
+  else gemm_serial(m, s1 - s0, k, a, MatrixRef<S>{b.at(0, s0), b.row_major, b.ld}, c + s0, ldc, alpha, beta);
 }
 
 bool has_unit_stride(const Tensor& t) {
@@ -109,15 +117,16 @@ bool has_unit_stride(const Tensor& t) {
   return t.stride(d - 1) == 1 || t.stride(d - 2) == 1 || t.size(d - 1) == 1;
 }
 
-template <class T>
+// c = alpha * a * b + beta * c with a, b of type S and c of type T (S, or f32 for f16/bf16 S).
+template <class S, class T = S>
 void gemm_native(const Tensor& c, const Tensor& a_in, const Tensor& b_in, double alpha, double beta) {
   Tensor a = has_unit_stride(a_in) ? a_in : a_in.contiguous();
   Tensor b = has_unit_stride(b_in) ? b_in : b_in.contiguous();
   const bool batched = c.dim() == 3;
   const int64_t batch = batched ? c.size(0) : 1;
   const int64_t m = c.size(-2), n = c.size(-1), k = a.size(-1);
-  const T* pa = static_cast<const T*>(a.raw_data());
-  const T* pb = static_cast<const T*>(b.raw_data());
+  const S* pa = static_cast<const S*>(a.raw_data());
+  const S* pb = static_cast<const S*>(b.raw_data());
   T* pc = static_cast<T*>(c.raw_data());
   const T al = static_cast<T>(alpha), be = static_cast<T>(beta);
   auto A = [&](int64_t i) { return operand(pa + (batched ? i * a.stride(0) : 0), m, k, a.stride(-2), a.stride(-1)); };
@@ -156,31 +165,22 @@ template void gemm_raw<double>(int64_t, int64_t, int64_t, MatrixRef<double>, Mat
 
 namespace {
 
-// An f16/bf16 operand widened to f32 in its own layout: a transposed view (linear's weight.t()) is
-// widened as the contiguous matrix it views, in one flat pass, and stays a transposed view that the
-// GEMM reads without a copy. Widening it into row-major order instead was a strided copy, 12% of an
-// MLP bf16 step.
-Tensor widened(const Tensor& t) {
-  const Tensor d = t.detach();
-  if (!d.is_contiguous()) {
-    const Tensor tt = d.transpose(-1, -2);
-    if (tt.is_contiguous()) return cast(tt, DType::F32).transpose(-1, -2);
-  }
-  return cast(d, DType::F32);
+// f16/bf16: multiplied in f32 (the operands widened while packed) into an f32 result, narrowed
+// once into c.
+template <class S>
+void gemm_low_precision(const Tensor& c, const Tensor& a, const Tensor& b, double alpha, double beta) {
+  Tensor c32 = empty(c.shape(), DType::F32);
+  if (beta != 0) c32.copy_(c);
+  gemm_native<S, float>(c32, a, b, alpha, beta);
+  c.copy_(c32);
 }
 
 void gemm(const Tensor& c, const Tensor& a, const Tensor& b, double alpha, double beta) {
   switch (a.dtype()) {
     case DType::F32: return gemm_native<float>(c, a, b, alpha, beta);
     case DType::F64: return gemm_native<double>(c, a, b, alpha, beta);
-    case DType::F16:
-    case DType::BF16: {
-      Tensor c32 = empty(c.shape(), DType::F32);
-      if (beta != 0) c32.copy_(c);
-      gemm_native<float>(c32, widened(a), widened(b), alpha, beta);
-      c.copy_(c32);
-      return;
-    }
+    case DType::F16: return gemm_low_precision<half>(c, a, b, alpha, beta);
+    case DType::BF16: return gemm_low_precision<bfloat16>(c, a, b, alpha, beta);
     // Integers multiply exactly in their own type (wrapping on overflow, as PyTorch's CPU mm).
     case DType::I64: return gemm_native<int64_t>(c, a, b, alpha, beta);
     case DType::I32: return gemm_native<int32_t>(c, a, b, alpha, beta);
