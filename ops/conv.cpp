@@ -42,6 +42,7 @@ Tensor operand(const Tensor& t, DType dtype) {
 
 Tensor conv_input_grad(const char* name, const Tensor& gy, const Tensor& w, const Tensor& b, const Conv2dGeometry& g);
 TensorList conv_weight_grad(const Tensor& x, const Tensor& gy, bool with_bias, const Conv2dGeometry& g);
+TensorList conv_backward(const Tensor& x, const Tensor& gy, const Tensor& w, bool with_bias, const Conv2dGeometry& g);
 
 // F(x, w) + b.
 Tensor conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dGeometry& g) {
@@ -52,6 +53,7 @@ Tensor conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Con
   autograd::record("ConvolutionBackward", {x, w, b}, {y}, {need_w ? x : Tensor(), need_x ? w : Tensor()},
                    [g, need_x, need_w, need_b](const TensorList& grads, const TensorList& s) {
                      TensorList r(3);
+                     if (need_x && need_w && !GradMode::is_enabled()) return conv_backward(s[0], grads[0], s[1], need_b, g);
                      if (need_x) r[0] = conv_input_grad("ConvolutionBackwardInput", grads[0], s[1], Tensor(), g);
                      if (need_w) {
                        TensorList wb = conv_weight_grad(s[0], grads[0], need_b, g);
@@ -100,6 +102,17 @@ TensorList conv_weight_grad(const Tensor& x, const Tensor& gy, bool with_bias, c
                      return r;
                    });
   return {gw, gb};
+}
+
+// {Bi(gy, w), Bw(x, gy), sum of gy (when with_bias)} in one kernel call, for a backward that
+// builds no graph (create_graph=False): the kernel may share work between the two (kernels.h).
+TensorList conv_backward(const Tensor& x, const Tensor& gy, const Tensor& w, bool with_bias, const Conv2dGeometry& g) {
+  const DType dt = gy.dtype();
+  Tensor gx = new_empty({g.N, g.C, g.H, g.W}, dt, gy.device());
+  Tensor gw = new_empty({g.O, g.C / g.groups, g.kH, g.kW}, dt, gy.device());
+  Tensor gb = with_bias ? new_empty({g.O}, dt, gy.device()) : Tensor();
+  K().conv2d_backward.get(gy.device(), dt)(gx, gw, gb, operand(x, dt), operand(gy, dt), operand(w, dt), g);
+  return {gx, gw, gb};
 }
 
 std::string size_str(const Tensor& t) { return shape_str(t.shape()); }

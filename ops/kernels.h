@@ -167,6 +167,11 @@ using Conv2dInputGradFn = void (*)(const Tensor& gx, const Tensor& gy, const Ten
 // gw <- sum over the batch of gy[n] times im2col(x[n])^T; gb[o] <- sum of gy[:, o] when gb is defined.
 using Conv2dWeightGradFn = void (*)(const Tensor& gw, const Tensor& gb, const Tensor& x, const Tensor& gy,
                                     const Conv2dGeometry& g);
+// Both at once, gx as conv2d_input_grad (no bias) and gw, gb as conv2d_weight_grad: the backward of
+// a conv whose gradients need no graph, so a backend may share work between the two (the CPU's
+// oneDNN path puts gy into its blocked layout once, as PyTorch's mkldnn_convolution_backward does).
+using Conv2dBackwardFn = void (*)(const Tensor& gx, const Tensor& gw, const Tensor& gb, const Tensor& x,
+                                  const Tensor& gy, const Tensor& w, const Conv2dGeometry& g);
 
 // ---- pooling (ops/pool.cpp; CPU kernels in ops/cpu/pool.cpp)
 // x [N, C, H, W] -> y [N, C, OH, OW], contiguous. Max: window (oh, ow) has kH x kW taps dh/dw apart
@@ -251,6 +256,7 @@ struct Registry {
   KernelTable<Conv2dFn> conv2d{"conv2d"};
   KernelTable<Conv2dInputGradFn> conv2d_input_grad{"conv2d_input_grad"};
   KernelTable<Conv2dWeightGradFn> conv2d_weight_grad{"conv2d_weight_grad"};
+  KernelTable<Conv2dBackwardFn> conv2d_backward{"conv2d_backward"};
   KernelTable<MaxPool2dFn> max_pool2d{"max_pool2d"};
   KernelTable<MaxPool2dBackwardFn> max_pool2d_backward{"max_pool2d_backward"};
   KernelTable<AvgPool2dFn> avg_pool2d{"avg_pool2d"};
@@ -306,6 +312,7 @@ void for_each_table(R& r, Fn&& fn) {
   MINIDL_KERNEL_TABLE(conv2d)
   MINIDL_KERNEL_TABLE(conv2d_input_grad)
   MINIDL_KERNEL_TABLE(conv2d_weight_grad)
+  MINIDL_KERNEL_TABLE(conv2d_backward)
   MINIDL_KERNEL_TABLE(max_pool2d)
   MINIDL_KERNEL_TABLE(max_pool2d_backward)
   MINIDL_KERNEL_TABLE(avg_pool2d)

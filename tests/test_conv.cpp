@@ -380,12 +380,14 @@ TEST_CASE("conv2d on oneDNN matches the im2col path in all three passes", "[conv
     if (bias) out.push_back(b.grad());
     return out;
   };
+  // calls: the oneDNN calls of a forward and backward that took it throughout (conv2d: the
+  // forward, then both gradients in one joint call; conv_transpose2d: three).
   auto agree = [&](const char* name, const std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>& f,
-                   const Shape& xs, const Shape& ws, int64_t bias) {
+                   const Shape& xs, const Shape& ws, int64_t bias, int64_t calls = 2) {
     const int64_t before = dc::calls();
     const auto on = passes(true, f, xs, ws, bias);
     INFO(name);
-    CHECK(dc::calls() - before == 3);  // forward, input gradient, weight gradient all took oneDNN
+    CHECK(dc::calls() - before == calls);
     const auto off = passes(false, f, xs, ws, bias);
     const char* what[] = {"y", "x grad", "w grad", "b grad"};
     for (size_t i = 0; i < on.size(); ++i) {
@@ -440,7 +442,7 @@ TEST_CASE("conv2d on oneDNN matches the im2col path in all three passes", "[conv
           if (threads > 1 && lc.x[0] < threads) continue;
           const int64_t before = dc::calls();
           const auto on = run(true);
-          CHECK(dc::calls() - before == 3);
+          CHECK(dc::calls() - before == 2);  // the forward, then both gradients in one call
           const auto off = run(false);
           for (size_t i = 0; i < on.size(); ++i) {
             CHECK(on[i].dtype() == dt);
@@ -452,11 +454,54 @@ TEST_CASE("conv2d on oneDNN matches the im2col path in all three passes", "[conv
     // conv_transpose2d is the input-gradient kernel (with a bias) forward, the conv forward backward.
     agree("conv_transpose2d stride 2 pad 1 output_padding 1", [](const Tensor& x, const Tensor& w, const Tensor& b) {
       return conv_transpose2d(x, w, b, {2, 2}, {1, 1}, {1, 1});
-    }, {2, 4, 3, 3}, {4, 3, 3, 3}, 3);
+    }, {2, 4, 3, 3}, {4, 3, 3, 3}, 3, 3);
     agree("conv_transpose2d groups 2, dilation 2", [](const Tensor& x, const Tensor& w, const Tensor& b) {
       return conv_transpose2d(x, w, b, {2, 1}, {1, 0}, {0, 0}, 2, {2, 2});
-    }, {2, 4, 3, 4}, {4, 3, 2, 3}, 6);
+    }, {2, 4, 3, 4}, {4, 3, 2, 3}, 6, 3);
   }
+}
+
+// A backward that builds no graph computes both conv gradients in one kernel call
+// (conv2d_backward: oneDNN reorders gy once for the two passes); with create_graph each gradient is
+// its own differentiable call. Same primitives, same data: the gradients agree bit for bit, on
+// oneDNN and on the im2col path, with and without a bias, in every floating dtype, on one and two
+// threads (slot sums of the weight gradient included).
+TEST_CASE("conv2d's joint backward equals its two separate gradient passes bit for bit", "[conv][dnnl]") {
+  namespace dc = kernels::cpu::dnnl_conv;
+  struct Restore {
+    int threads = omp_get_max_threads();
+    ~Restore() {
+      dc::set_enabled(true);
+      omp_set_num_threads(threads);
+    }
+  } restore;
+  for (int threads : {2, 1})
+    for (bool dnnl : {true, false})
+      for (DType dt : {DType::F32, DType::BF16, DType::F16, DType::F64})
+        for (bool bias : {true, false}) {
+          INFO("threads " << threads << (dnnl ? " oneDNN " : " im2col ") << dtype_name(dt) << (bias ? " bias" : ""));
+          omp_set_num_threads(threads);
+          dc::set_enabled(dnnl);
+          Tensor x = random_tensor({4, 16, 9, 9}, 70, dt).requires_grad_();
+          Tensor w = random_tensor({8, 16, 3, 3}, 71, dt).requires_grad_();
+          Tensor b = bias ? random_tensor({8}, 72, dt).requires_grad_() : Tensor();
+          Tensor y = conv2d(x, w, b, {2, 2}, {1, 1});
+          const Tensor gy = random_tensor(y.shape(), 73, dt);
+          TL inputs = {x, w};
+          if (bias) inputs.push_back(b);
+          const int64_t before = dc::calls();
+          const TL separate = autograd::grad({y}, inputs, {gy}, /*retain_graph=*/true, /*create_graph=*/true);
+          const int64_t separate_calls = dc::calls() - before;
+          y.backward(gy);
+          const int64_t joint_calls = dc::calls() - before - separate_calls;
+          if (dnnl && dc::compiled() && dt != DType::F64) {
+            CHECK(separate_calls == 2);  // the input and the weight gradient, each a oneDNN call
+            CHECK(joint_calls == 1);     // both in one
+          }
+          CHECK(max_diff(x.grad(), separate[0]) == 0.0);
+          CHECK(max_diff(w.grad(), separate[1]) == 0.0);
+          if (bias) CHECK(max_diff(b.grad(), separate[2]) == 0.0);
+        }
 }
 
 TEST_CASE("conv2d errors name the op and the shapes", "[conv][errors]") {

@@ -428,6 +428,13 @@ void weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, const Tens
   if (dnnl_conv::weight_grad(gw, gb, x, gy, g, kConversions)) return;
   visit_floating(x.dtype(), "conv2d_weight_grad", [&]<class T>() { conv2d_weight_grad<T>(gw, gb, x, gy, g); });
 }
+// One oneDNN call sharing gy's reorder; the im2col path has nothing to share and runs the two.
+void backward(const Tensor& gx, const Tensor& gw, const Tensor& gb, const Tensor& x, const Tensor& gy, const Tensor& w,
+              const Conv2dGeometry& g) {
+  if (dnnl_conv::backward(gx, gw, gb, x, gy, w, g, kConversions)) return;
+  input_grad(gx, gy, w, Tensor(), g);
+  weight_grad(gw, gb, x, gy, g);
+}
 }  // namespace
 
 void register_conv(Registry& r) {
@@ -435,6 +442,7 @@ void register_conv(Registry& r) {
     r.conv2d.set(DeviceType::CPU, t, forward);
     r.conv2d_input_grad.set(DeviceType::CPU, t, input_grad);
     r.conv2d_weight_grad.set(DeviceType::CPU, t, weight_grad);
+    r.conv2d_backward.set(DeviceType::CPU, t, backward);
   }
 }
 

@@ -32,6 +32,7 @@
 #include <memory>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -60,6 +61,10 @@ bool input_grad(const Tensor&, const Tensor&, const Tensor&, const Tensor&, cons
   return false;
 }
 bool weight_grad(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Conv2dGeometry&, const Conversions&) {
+  return false;
+}
+bool backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+              const Conv2dGeometry&, const Conversions&) {
   return false;
 }
 #else
@@ -320,26 +325,38 @@ int slots_for(int64_t n) {
   return n >= nt ? nt : 0;
 }
 
-// Runs f(slot, first image, images) for each slot on minidl's pool, with OpenMP limited to the
-// calling thread inside (oneDNN then opens no parallel region). False when the primitive for a
-// slot's sub-batch is missing (checked for every distinct sub-batch before anything runs).
-template <class F>
-bool run_slots(Pass pass, const Conv2dGeometry& g, bool bias, int slots, F&& f) {
-  std::vector<const Cached*> per(slots);
-  {
-    SingleOmpThread one;  // primitive creation plans for the thread count it sees
-    for (int s = 0; s < slots; ++s) per[s] = lookup(pass, g, g.N * (s + 1) / slots - g.N * s / slots, bias);
-  }
+// The primitive of `pass` for each slot's sub-batch (as the slots split g.N); false when one is
+// missing (checked for every distinct sub-batch before anything runs).
+bool slot_primitives(Pass pass, const Conv2dGeometry& g, bool bias, int slots, std::vector<const Cached*>& per) {
+  SingleOmpThread one;  // primitive creation plans for the thread count it sees
+  per.resize(slots);
+  for (int s = 0; s < slots; ++s) per[s] = lookup(pass, g, g.N * (s + 1) / slots - g.N * s / slots, bias);
   for (const Cached* c : per)
     if (!c) return false;
+  return true;
+}
+
+// Runs f(slot, first image, images, stream) for each slot on minidl's pool, with OpenMP limited to
+// the calling thread inside (oneDNN then opens no parallel region).
+template <class F>
+void on_slots(const Conv2dGeometry& g, int slots, F&& f) {
   parallel_chunks(slots, [&](int64_t s) {
     SingleOmpThread one;
     thread_local dnnl::stream stream(engine());
     const int64_t n0 = g.N * s / slots, n1 = g.N * (s + 1) / slots;
-    f(static_cast<int>(s), n0, n1 - n0, *per[s], stream);
+    f(static_cast<int>(s), n0, n1 - n0, stream);
     stream.wait();
   });
   g_calls.fetch_add(1);
+}
+
+// Runs f(slot, first image, images, primitive, stream) for each slot; false when the primitive for
+// a slot's sub-batch is missing.
+template <class F>
+bool run_slots(Pass pass, const Conv2dGeometry& g, bool bias, int slots, F&& f) {
+  std::vector<const Cached*> per;
+  if (!slot_primitives(pass, g, bias, slots, per)) return false;
+  on_slots(g, slots, [&](int s, int64_t n0, int64_t n, dnnl::stream& stream) { f(s, n0, n, *per[s], stream); });
   return true;
 }
 
@@ -414,34 +431,85 @@ bool input_grad_slots(Operand gx, Operand gy, Operand w, const Tensor& b, const 
   });
 }
 
+// The weight gradient summed over slots in f32: slot 0 writes straight into gw/gb, the others into
+// partials added after, in slot order.
+class WeightGradSums {
+ public:
+  WeightGradSums(const Tensor& gw, const Tensor& gb, int slots)
+      : gw_(gw.data_ptr<float>()), gb_(gb.defined() ? gb.data_ptr<float>() : nullptr), wn_(gw.numel()),
+        bn_(gb.defined() ? gb.numel() : 0), partial_(static_cast<size_t>(slots - 1) * (wn_ + bn_)) {}
+  float* weights(int slot) { return slot == 0 ? gw_ : partial_.data() + (slot - 1) * (wn_ + bn_); }
+  float* bias(int slot) { return bn_ == 0 ? nullptr : slot == 0 ? gb_ : weights(slot) + wn_; }
+  void add_partials() {
+    for (size_t p = 0; p < partial_.size(); p += wn_ + bn_) {
+      const float* src = partial_.data() + p;
+      for (int64_t i = 0; i < wn_; ++i) gw_[i] += src[i];
+      for (int64_t o = 0; o < bn_; ++o) gb_[o] += src[wn_ + o];
+    }
+  }
+
+ private:
+  float* gw_;
+  float* gb_;
+  int64_t wn_, bn_;
+  std::vector<float> partial_;
+};
+
+// One slot's weight gradient into wdst (and bdst when the primitive has a bias). diff_dst: gy already
+// in a oneDNN layout (the input gradient's copy), used when it is the one this primitive wants.
+void weight_grad_slot(const Cached& c, Operand x, Operand gy, const memory* diff_dst, float* wdst, float* bdst,
+                      dnnl::stream& s, const Conversions& cv) {
+  const Plain& p = c.plain;
+  Arg src(p.src, x, want(c, dnnl::query::src_md), kIn1, s, true, cv);
+  const memory::desc dst_md = want(c, dnnl::query::diff_dst_md);
+  std::optional<Arg> own;
+  if (!diff_dst || diff_dst->get_desc() != dst_md) own.emplace(p.dst, gy, dst_md, kIn0, s, true, cv);
+  Arg diff_wei(p.wei, {wdst, DType::F32}, want(c, dnnl::query::diff_weights_md), kWeights, s, false, cv);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src.used}, {DNNL_ARG_DIFF_DST, own ? own->used : *diff_dst},
+                                       {DNNL_ARG_DIFF_WEIGHTS, diff_wei.used}, {DNNL_ARG_SCRATCHPAD, scratchpad(c)}};
+  if (bdst) args[DNNL_ARG_DIFF_BIAS] = memory(p.bias, engine(), bdst);
+  c.prim.execute(s, args);
+  diff_wei.write_back(s);
+}
+
 // gw, gb: f32 (the slots' partial sums are added in f32); x, gy: f32 or f16/bf16.
 bool weight_grad_slots(const Tensor& gw, const Tensor& gb, Operand x, Operand gy, const Conv2dGeometry& g, int slots,
                        const Conversions& cv) {
-  const bool bias = gb.defined();
-  const int64_t wn = gw.numel(), acc_n = wn + (bias ? g.O : 0);
-  // Slot 0 writes straight into gw/gb; the others into partials added after, in slot order.
-  std::vector<float> partial(static_cast<size_t>(slots - 1) * acc_n);
-  float* gwp = gw.data_ptr<float>();
-  float* gbp = bias ? gb.data_ptr<float>() : nullptr;
-  const bool ok = run_slots(Pass::WeightGrad, g, bias, slots, [&](int slot, int64_t n0, int64_t, const Cached& c, dnnl::stream& s) {
-    const Plain& p = c.plain;
-    float* wdst = slot == 0 ? gwp : partial.data() + (slot - 1) * acc_n;
-    float* bdst = slot == 0 ? gbp : wdst + wn;
-    Arg src(p.src, x.at(n0 * g.C * g.H * g.W), want(c, dnnl::query::src_md), kIn0, s, true, cv);
-    Arg diff_dst(p.dst, gy.at(n0 * g.O * g.OH * g.OW), want(c, dnnl::query::diff_dst_md), kIn1, s, true, cv);
-    Arg diff_wei(p.wei, {wdst, DType::F32}, want(c, dnnl::query::diff_weights_md), kWeights, s, false, cv);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src.used}, {DNNL_ARG_DIFF_DST, diff_dst.used},
-                                         {DNNL_ARG_DIFF_WEIGHTS, diff_wei.used}, {DNNL_ARG_SCRATCHPAD, scratchpad(c)}};
-    if (bias) args[DNNL_ARG_DIFF_BIAS] = memory(p.bias, engine(), bdst);
-    c.prim.execute(s, args);
-    diff_wei.write_back(s);
+  WeightGradSums sums(gw, gb, slots);
+  const bool ok = run_slots(Pass::WeightGrad, g, gb.defined(), slots, [&](int slot, int64_t n0, int64_t, const Cached& c, dnnl::stream& s) {
+    weight_grad_slot(c, x.at(n0 * g.C * g.H * g.W), gy.at(n0 * g.O * g.OH * g.OW), nullptr, sums.weights(slot),
+                     sums.bias(slot), s, cv);
   });
-  if (!ok) return false;
-  for (int t = 1; t < slots; ++t) {
-    const float* src = partial.data() + (t - 1) * acc_n;
-    for (int64_t i = 0; i < wn; ++i) gwp[i] += src[i];
-    for (int64_t o = 0; bias && o < g.O; ++o) gbp[o] += src[wn + o];
-  }
+  if (ok) sums.add_partials();
+  return ok;
+}
+
+// Both gradients per slot, gy reordered (or widened) once for the two primitives. gx: f32 or
+// f16/bf16; gw, gb: f32.
+bool backward_slots(Operand gx, const Tensor& gw, const Tensor& gb, Operand x, Operand gy, Operand w,
+                    const Conv2dGeometry& g, int slots, const Conversions& cv) {
+  std::vector<const Cached*> data_pass, weight_pass;
+  if (!slot_primitives(Pass::InputGrad, g, false, slots, data_pass) ||
+      !slot_primitives(Pass::WeightGrad, g, gb.defined(), slots, weight_pass))
+    return false;
+  WeightGradSums sums(gw, gb, slots);
+  on_slots(g, slots, [&](int slot, int64_t n0, int64_t, dnnl::stream& s) {
+    const Cached& c = *data_pass[slot];
+    const Plain& p = c.plain;
+    const Operand gy_slot = gy.at(n0 * g.O * g.OH * g.OW);
+    Arg diff_dst(p.dst, gy_slot, want(c, dnnl::query::diff_dst_md), kIn0, s, true, cv);
+    {
+      Arg wei(p.wei, w, want(c, dnnl::query::weights_md), kWeights, s, true, cv);
+      Arg diff_src(p.src, gx.at(n0 * g.C * g.H * g.W), want(c, dnnl::query::diff_src_md), kOut, s, false, cv);
+      c.prim.execute(s, {{DNNL_ARG_DIFF_DST, diff_dst.used}, {DNNL_ARG_WEIGHTS, wei.used},
+                         {DNNL_ARG_DIFF_SRC, diff_src.used}, {DNNL_ARG_SCRATCHPAD, scratchpad(c)}});
+      diff_src.write_back(s);
+      s.wait();  // the weights' buffer is the weight gradient's next
+    }
+    weight_grad_slot(*weight_pass[slot], x.at(n0 * g.C * g.H * g.W), gy_slot, &diff_dst.used, sums.weights(slot),
+                     sums.bias(slot), s, cv);
+  });
+  sums.add_partials();
   return true;
 }
 }  // namespace
@@ -467,6 +535,14 @@ bool weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, const Tens
   const int slots = slots_for(x, g);
   return slots > 0 && widened(gw, gb, [&](const Tensor& gw32, const Tensor& gb32) {
     return weight_grad_slots(gw32, gb32, operand(x), operand(gy), g, slots, cv);
+  });
+}
+
+bool backward(const Tensor& gx, const Tensor& gw, const Tensor& gb, const Tensor& x, const Tensor& gy, const Tensor& w,
+              const Conv2dGeometry& g, const Conversions& cv) {
+  const int slots = slots_for(x, g);
+  return slots > 0 && widened(gw, gb, [&](const Tensor& gw32, const Tensor& gb32) {
+    return backward_slots(operand(gx), gw32, gb32, operand(x), operand(gy), operand(w), g, slots, cv);
   });
 }
 #endif

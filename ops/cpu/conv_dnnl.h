@@ -17,7 +17,8 @@ bool compiled();
 // environment or by set_enabled(false) (the tests run every conv case both ways).
 bool enabled();
 void set_enabled(bool on);
-// Kernel calls oneDNN has taken so far (all passes), so tests can tell that a call really took this path.
+// Kernel calls oneDNN has taken so far (a forward, an input or weight gradient, or a joint
+// backward: one each), so tests can tell that a call really took this path.
 int64_t calls();
 
 // The f16/bf16 <-> f32 conversions of the calling kernel set (ops/cpu/convert.h; this file is built
@@ -38,5 +39,9 @@ bool input_grad(const Tensor& gx, const Tensor& gy, const Tensor& w, const Tenso
                 const Conversions& cv);
 bool weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, const Tensor& gy, const Conv2dGeometry& g,
                  const Conversions& cv);
+// input_grad (without a bias) and weight_grad in one call, each slot's gy put into oneDNN's layout
+// once for both.
+bool backward(const Tensor& gx, const Tensor& gw, const Tensor& gb, const Tensor& x, const Tensor& gy, const Tensor& w,
+              const Conv2dGeometry& g, const Conversions& cv);
 
 }  // namespace minidl::kernels::cpu::dnnl_conv

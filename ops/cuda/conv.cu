@@ -301,6 +301,12 @@ void weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, const Tens
   MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, s.one(), d.x, xin.raw_data(), d.y, gy.raw_data(), d.conv, algo, ws, bytes,
                                                     s.zero(), d.w, gw.raw_data()));
 }
+// cuDNN's two passes share nothing: run them in turn.
+void backward(const Tensor& gx, const Tensor& gw, const Tensor& gb, const Tensor& x, const Tensor& gy, const Tensor& w,
+              const Conv2dGeometry& g) {
+  input_grad(gx, gy, w, Tensor(), g);
+  weight_grad(gw, gb, x, gy, g);
+}
 }  // namespace
 
 void register_conv(Registry& r) {
@@ -308,6 +314,7 @@ void register_conv(Registry& r) {
     r.conv2d.set(DeviceType::CUDA, t, forward);
     r.conv2d_input_grad.set(DeviceType::CUDA, t, input_grad);
     r.conv2d_weight_grad.set(DeviceType::CUDA, t, weight_grad);
+    r.conv2d_backward.set(DeviceType::CUDA, t, backward);
   }
 }
 
