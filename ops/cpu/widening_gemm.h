@@ -116,9 +116,11 @@ void gemm_colmajor(Index rows, Index cols, Index depth, const S* lhs_data, Index
       pack_lhs;
   gemm_pack_rhs<float, Index, RhsMapper, Traits::nr, RhsOrder> pack_rhs;
   gebp_kernel<float, float, Index, ResMapper, Traits::mr, Traits::nr, false, false> gebp;
-  blocking.allocateAll();
-  float* block_a = blocking.blockA();
-  float* block_b = blocking.blockB();
+  // On the stack up to EIGEN_STACK_ALLOCATION_LIMIT, else on the heap, as Eigen's own loop does
+  // (the macro names Eigen's `internal` unqualified).
+  namespace internal = Eigen::internal;
+  ei_declare_aligned_stack_constructed_variable(float, block_a, static_cast<size_t>(kc * mc), blocking.blockA());
+  ei_declare_aligned_stack_constructed_variable(float, block_b, static_cast<size_t>(kc * nc), blocking.blockB());
 
   const bool pack_rhs_once = mc != rows && kc == depth && nc == cols;
   for (Index i2 = 0; i2 < rows; i2 += mc) {
