@@ -150,6 +150,15 @@ const std::vector<ConvCase>& conv_cases() {
   };
   return cases;
 }
+// Puts back oneDNN's switch (on) and the OpenMP thread count when a test that changes them ends.
+struct RestoreConvSettings {
+  int threads = omp_get_max_threads();
+  ~RestoreConvSettings() {
+    kernels::cpu::dnnl_conv::set_enabled(true);
+    omp_set_num_threads(threads);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("conv2d matches a direct f64 convolution", "[conv]") {
@@ -361,13 +370,7 @@ TEST_CASE("conv2d on oneDNN matches the im2col path in all three passes", "[conv
     WARN("built without oneDNN: only the im2col path exists");
     return;
   }
-  struct Restore {
-    int threads = omp_get_max_threads();
-    ~Restore() {
-      dc::set_enabled(true);
-      omp_set_num_threads(threads);
-    }
-  } restore;
+  const RestoreConvSettings restore;
   // y, x.grad, w.grad, b.grad of one f32 conv (or transposed conv) and a fixed output gradient.
   auto passes = [](bool dnnl, const std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>& f, const Shape& xs,
                    const Shape& ws, int64_t bias) {
@@ -468,13 +471,7 @@ TEST_CASE("conv2d on oneDNN matches the im2col path in all three passes", "[conv
 // threads (slot sums of the weight gradient included).
 TEST_CASE("conv2d's joint backward equals its two separate gradient passes bit for bit", "[conv][dnnl]") {
   namespace dc = kernels::cpu::dnnl_conv;
-  struct Restore {
-    int threads = omp_get_max_threads();
-    ~Restore() {
-      dc::set_enabled(true);
-      omp_set_num_threads(threads);
-    }
-  } restore;
+  const RestoreConvSettings restore;
   for (int threads : {2, 1})
     for (bool dnnl : {true, false})
       for (DType dt : {DType::F32, DType::BF16, DType::F16, DType::F64})
