@@ -501,6 +501,29 @@ TEST_CASE("conv2d's joint backward equals its two separate gradient passes bit f
         }
 }
 
+// oneDNN's weight gradient over one input channel measured 0.46-0.51x of the im2col path
+// (bench/README.md, performance log 11): that pass stays on im2col, the forward on oneDNN.
+TEST_CASE("a single input channel's weight gradient runs on the im2col path, its forward on oneDNN", "[conv][dnnl]") {
+  namespace dc = kernels::cpu::dnnl_conv;
+  if (!dc::compiled()) {
+    WARN("built without oneDNN: only the im2col path exists");
+    return;
+  }
+  const RestoreConvSettings restore;
+  dc::set_enabled(true);
+  const Tensor x64 = random_tensor({4, 1, 12, 12}, 80), w64 = random_tensor({6, 1, 5, 5}, 81);
+  Tensor w = cast(w64, DType::F32).requires_grad_(), b = random_tensor({6}, 82, DType::F32).requires_grad_();
+  int64_t before = dc::calls();
+  Tensor y = conv2d(cast(x64, DType::F32), w, b);
+  CHECK(dc::calls() - before == 1);
+  const Tensor gy = random_tensor(y.shape(), 83);
+  before = dc::calls();
+  y.backward(cast(gy, DType::F32));
+  CHECK(dc::calls() - before == 0);
+  CHECK(max_diff(w.grad(), ref_conv2d_weight_grad(x64, gy, w.shape(), ConvSpec{})) < 1e-4);
+  CHECK(max_diff(b.grad(), sum(gy, {0, 2, 3})) < 1e-4);
+}
+
 TEST_CASE("conv2d errors name the op and the shapes", "[conv][errors]") {
   Tensor x = zeros({2, 3, 8, 8}), w = zeros({6, 3, 3, 3});
   using Catch::Matchers::Contains;

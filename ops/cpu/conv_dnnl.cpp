@@ -530,9 +530,14 @@ bool input_grad(const Tensor& gx, const Tensor& gy, const Tensor& w, const Tenso
   });
 }
 
+// The weight gradient of a convolution over a single input channel (an MNIST model's first layer)
+// stays on the im2col path: oneDNN's kernel for it (plain source layout) measured 0.46-0.51x of
+// that path on LeNet-5's 1->6 5x5 layer (bench/README.md, performance log 1 and 11).
+bool single_input_channel(const Conv2dGeometry& g) { return g.C == 1 && g.groups == 1; }
+
 bool weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, const Tensor& gy, const Conv2dGeometry& g,
                  const Conversions& cv) {
-  const int slots = slots_for(x, g);
+  const int slots = single_input_channel(g) ? 0 : slots_for(x, g);
   return slots > 0 && widened(gw, gb, [&](const Tensor& gw32, const Tensor& gb32) {
     return weight_grad_slots(gw32, gb32, operand(x), operand(gy), g, slots, cv);
   });
@@ -540,7 +545,7 @@ bool weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, const Tens
 
 bool backward(const Tensor& gx, const Tensor& gw, const Tensor& gb, const Tensor& x, const Tensor& gy, const Tensor& w,
               const Conv2dGeometry& g, const Conversions& cv) {
-  const int slots = slots_for(x, g);
+  const int slots = single_input_channel(g) ? 0 : slots_for(x, g);
   return slots > 0 && widened(gw, gb, [&](const Tensor& gw32, const Tensor& gb32) {
     return backward_slots(operand(gx), gw32, gb32, operand(x), operand(gy), operand(w), g, slots, cv);
   });
