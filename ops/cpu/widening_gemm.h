@@ -19,9 +19,6 @@ namespace minidl::kernels::cpu::widening {
 
 using Eigen::Index;
 
-inline float widen(half v) { return static_cast<float>(v); }
-inline float widen(bfloat16 v) { return Eigen::numext::bit_cast<float>(static_cast<uint32_t>(Eigen::numext::bit_cast<uint16_t>(v)) << 16); }
-
 // The packet P of f32 widened from the contiguous f16/bf16 values at p.
 template <class P, class S>
 inline P load_packet(const S* p) {
@@ -55,7 +52,7 @@ inline P load_packet(const S* p) {
   }
   // Sets without the instructions (the baseline set's f16): element by element.
   alignas(64) float t[n];
-  for (int i = 0; i < n; ++i) t[i] = widen(p[i]);
+  for (int i = 0; i < n; ++i) t[i] = static_cast<float>(p[i]);
   return Eigen::internal::pload<P>(t);
 }
 
@@ -64,7 +61,7 @@ template <class S>
 class LinearMapper {
  public:
   explicit LinearMapper(const S* data) : data_(data) {}
-  float operator()(Index k) const { return widen(data_[k]); }
+  float operator()(Index k) const { return static_cast<float>(data_[k]); }
   template <class P>
   P loadPacket(Index k) const {
     return load_packet<P>(data_ + k);
@@ -81,7 +78,7 @@ class Mapper {
  public:
   using LinearMapper = widening::LinearMapper<S>;
   Mapper(const S* data, Index stride) : data_(data), stride_(stride) {}
-  float operator()(Index i, Index j) const { return widen(data_[offset(i, j)]); }
+  float operator()(Index i, Index j) const { return static_cast<float>(data_[offset(i, j)]); }
   template <class P>
   P loadPacket(Index i, Index j) const {
     return load_packet<P>(data_ + offset(i, j));
