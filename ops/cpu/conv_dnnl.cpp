@@ -20,6 +20,7 @@
 // primitive may run on both slots at once.
 #include "ops/cpu/conv_dnnl.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -363,10 +364,17 @@ bool run_slots(Pass pass, const Conv2dGeometry& g, bool bias, int slots, F&& f) 
 // A tensor in f32 (f16/bf16 widened by a cast), or undefined.
 Tensor f32(const Tensor& t) { return !t.defined() || t.dtype() == DType::F32 ? t : cast(t.detach(), DType::F32); }
 
-// The slots for this call, 0 when oneDNN does not take it (switched off, f64, a small batch).
-int slots_for(const Tensor& t, const Conv2dGeometry& g) {
+// Whether oneDNN should run this pass of this geometry, by measurement: not the weight gradient of
+// a convolution over a single input channel (an MNIST model's first layer), where oneDNN's kernel
+// (plain source layout) measured 0.46-0.51x of the im2col path on LeNet-5's 1->6 5x5 layer
+// (bench/README.md, performance log 1 and 11).
+bool worth_it(Pass pass, const Conv2dGeometry& g) { return !(pass == Pass::WeightGrad && g.C == 1 && g.groups == 1); }
+
+// The slots for this pass, 0 when oneDNN does not take it (switched off, f64, a small batch, a
+// pass it runs slower than the im2col path).
+int slots_for(Pass pass, const Tensor& t, const Conv2dGeometry& g) {
   const DType d = t.dtype();
-  if (!enabled() || (d != DType::F32 && d != DType::F16 && d != DType::BF16)) return 0;
+  if (!enabled() || (d != DType::F32 && d != DType::F16 && d != DType::BF16) || !worth_it(pass, g)) return 0;
   return slots_for(g.N);
 }
 
@@ -516,13 +524,13 @@ bool backward_slots(Operand gx, const Tensor& gw, const Tensor& gb, Operand x, O
 
 bool forward(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dGeometry& g,
              const Conversions& cv) {
-  const int slots = slots_for(x, g);
+  const int slots = slots_for(Pass::Forward, x, g);
   return slots > 0 && forward_slots(operand(y), operand(x), operand(w), f32(b), g, slots, cv);
 }
 
 bool input_grad(const Tensor& gx, const Tensor& gy, const Tensor& w, const Tensor& b, const Conv2dGeometry& g,
                 const Conversions& cv) {
-  const int slots = slots_for(gy, g);
+  const int slots = slots_for(Pass::InputGrad, gy, g);
   if (slots == 0) return false;
   if (!b.defined()) return input_grad_slots(operand(gx), operand(gy), operand(w), Tensor(), g, slots, cv);
   return widened(gx, Tensor(), [&](const Tensor& gx32, const Tensor&) {
@@ -530,14 +538,9 @@ bool input_grad(const Tensor& gx, const Tensor& gy, const Tensor& w, const Tenso
   });
 }
 
-// The weight gradient of a convolution over a single input channel (an MNIST model's first layer)
-// stays on the im2col path: oneDNN's kernel for it (plain source layout) measured 0.46-0.51x of
-// that path on LeNet-5's 1->6 5x5 layer (bench/README.md, performance log 1 and 11).
-bool single_input_channel(const Conv2dGeometry& g) { return g.C == 1 && g.groups == 1; }
-
 bool weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, const Tensor& gy, const Conv2dGeometry& g,
                  const Conversions& cv) {
-  const int slots = single_input_channel(g) ? 0 : slots_for(x, g);
+  const int slots = slots_for(Pass::WeightGrad, x, g);
   return slots > 0 && widened(gw, gb, [&](const Tensor& gw32, const Tensor& gb32) {
     return weight_grad_slots(gw32, gb32, operand(x), operand(gy), g, slots, cv);
   });
@@ -545,7 +548,8 @@ bool weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, const Tens
 
 bool backward(const Tensor& gx, const Tensor& gw, const Tensor& gb, const Tensor& x, const Tensor& gy, const Tensor& w,
               const Conv2dGeometry& g, const Conversions& cv) {
-  const int slots = single_input_channel(g) ? 0 : slots_for(x, g);
+  // Joint only where oneDNN takes both passes; otherwise the caller runs each pass on its own path.
+  const int slots = std::min(slots_for(Pass::InputGrad, gy, g), slots_for(Pass::WeightGrad, x, g));
   return slots > 0 && widened(gw, gb, [&](const Tensor& gw32, const Tensor& gb32) {
     return backward_slots(operand(gx), gw32, gb32, operand(x), operand(gy), operand(w), g, slots, cv);
   });
