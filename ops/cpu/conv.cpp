@@ -395,11 +395,17 @@ void conv2d_weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, con
   if (gb.defined()) store_block(acc.data() + wn, gb.data_ptr<T>(), g.O);
 }
 
-// This kernel set's conversions, for oneDNN's reorders (conv_dnnl.h). Only f16 and bf16 reach them.
+// This kernel set's conversions, for oneDNN's reorders (conv_dnnl.h). f16 and bf16 reach all four;
+// f32 the channel-block copies.
 template <class F>
 void visit_low(DType type, F&& f) {
   if (type == DType::BF16) f.template operator()<bfloat16>();
   else f.template operator()<half>();
+}
+template <class F>
+void visit_image(DType type, F&& f) {
+  if (type == DType::F32) f.template operator()<float>();
+  else visit_low(type, f);
 }
 const dnnl_conv::Conversions kConversions{
     [](const void* src, DType t, float* dst, int64_t n) {
@@ -409,10 +415,10 @@ const dnnl_conv::Conversions kConversions{
       visit_low(t, [&]<class T>() { store_block(src, static_cast<T*>(dst), n); });
     },
     [](const void* src, DType t, float* dst, int64_t images, int64_t C, int64_t HW, int64_t block) {
-      visit_low(t, [&]<class T>() { widen_to_channel_blocks(static_cast<const T*>(src), dst, images, C, HW, block); });
+      visit_image(t, [&]<class T>() { widen_to_channel_blocks(static_cast<const T*>(src), dst, images, C, HW, block); });
     },
     [](const float* src, DType t, void* dst, int64_t images, int64_t C, int64_t HW, int64_t block) {
-      visit_low(t, [&]<class T>() { narrow_from_channel_blocks(src, static_cast<T*>(dst), images, C, HW, block); });
+      visit_image(t, [&]<class T>() { narrow_from_channel_blocks(src, static_cast<T*>(dst), images, C, HW, block); });
     }};
 
 // oneDNN first where the build has it and it takes the call (f32; conv_dnnl.h), else im2col + GEMM.

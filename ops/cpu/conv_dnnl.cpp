@@ -13,7 +13,8 @@
 //
 // f16/bf16 operands run on oneDNN's f32 primitives (2.6 has no f16 convolution and no bf16 one
 // below AVX-512), widened and narrowed by the calling kernel set's conversions inside the reorders:
-// straight into and out of nChw8c / nChw16c in one pass.
+// straight into and out of nChw8c / nChw16c in one pass. f32 images take the same channel-block
+// copies (faster than oneDNN's reorder); weights go through oneDNN's reorder.
 //
 // Primitive descriptors are cached per geometry and sub-batch (creating one costs ~0.1 ms);
 // oneDNN's own primitive cache keeps the reorders. Scratchpads are per call (user mode), so one
@@ -237,15 +238,18 @@ int64_t channel_block(const memory::desc& plain, const memory::desc& want) {
 
 // A user operand in the layout `want`: the operand itself when it is f32 and the layouts agree,
 // else a copy in the role's buffer (read = true: converted and reordered now; false: reordered and
-// converted back by write_back after the call). f16/bf16 images go straight to and from a channel-
-// blocked layout in one pass; any other layout goes through an f32 copy in the plain layout.
+// converted back by write_back after the call). Images go to and from a channel-blocked layout
+// through the kernel set's channel-block copies (f16/bf16 converted in the same pass; f32 because
+// they run at memcpy speed, 1.4-1.6x oneDNN 2.6's reorder of the same images, bench/README.md
+// performance log 12); any other layout goes through oneDNN's reorder (f16/bf16: of an f32 copy in
+// the plain layout).
 struct Arg {
   // How the operand reaches `used`, chosen once for both directions.
   enum class Route {
     Direct,   // f32 in the wanted layout: used is the user's buffer
-    Reorder,  // f32: oneDNN's reorder
+    Reorder,  // f32 to a layout other than nChw8c/nChw16c (weights): oneDNN's reorder
     Flat,     // f16/bf16 in the wanted (plain) layout: a flat conversion
-    Blocked,  // f16/bf16 to nChw8c/nChw16c: the channel-block conversion
+    Blocked,  // any dtype to nChw8c/nChw16c: the channel-block copy (f16/bf16 converted in it)
     Staged,   // f16/bf16 to any other layout: a flat conversion to plain f32, then oneDNN's reorder
   };
   memory::desc plain;
@@ -260,8 +264,8 @@ struct Arg {
       : plain(plain_md), user(op), cv(conversions) {
     const bool f32 = user.type == DType::F32;
     if (plain == want) route = f32 ? Route::Direct : Route::Flat;
-    else if (f32) route = Route::Reorder;
-    else route = (block = channel_block(plain, want)) ? Route::Blocked : Route::Staged;
+    else if ((block = channel_block(plain, want))) route = Route::Blocked;
+    else route = f32 ? Route::Reorder : Route::Staged;
     used = route == Route::Direct ? memory(plain, engine(), user.mutable_data())
                                   : memory(want, engine(), buffer(role, want.get_size()));
     if (!read) return;

@@ -21,9 +21,10 @@ void set_enabled(bool on);
 // backward: one each), so tests can tell that a call really took this path.
 int64_t calls();
 
-// The f16/bf16 <-> f32 conversions of the calling kernel set (ops/cpu/convert.h; this file is built
-// once, the kernel sets once per instruction set, so they hand it theirs). f16/bf16 images are
-// widened straight into the blocked layout oneDNN asks for, and its results narrowed straight back.
+// The f16/bf16 <-> f32 conversions and channel-block copies of the calling kernel set
+// (ops/cpu/convert.h; this file is built once, the kernel sets once per instruction set, so they
+// hand it theirs). Images (f32 too) are copied straight into the blocked layout oneDNN asks for,
+// f16/bf16 widened on the way, and its results copied (narrowed) straight back.
 struct Conversions {
   void (*widen)(const void* src, DType type, float* dst, int64_t n);
   void (*narrow)(const float* src, DType type, void* dst, int64_t n);

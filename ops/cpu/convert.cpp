@@ -173,7 +173,10 @@ void float_to_bf16(const float* src, bfloat16* dst, int64_t n) {
 
 namespace {
 #if defined(__AVX2__) && defined(__F16C__)
-// 8 f16/bf16 values widened, 8 f32 narrowed (bf16: round to nearest even, NaN quieted, as above).
+// 8 f16/bf16 values widened, 8 f32 narrowed (bf16: round to nearest even, NaN quieted, as above);
+// f32 as it is, for the channel-block copies below.
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+inline void store8(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
 inline __m256 load8(const half* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
 inline __m256 load8(const bfloat16* p) {
   const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -266,6 +269,8 @@ void narrow_from_channel_blocks(const float* src, T* dst, int64_t images, int64_
   });
 }
 
+template void widen_to_channel_blocks<float>(const float*, float*, int64_t, int64_t, int64_t, int64_t);
+template void narrow_from_channel_blocks<float>(const float*, float*, int64_t, int64_t, int64_t, int64_t);
 template void widen_to_channel_blocks<half>(const half*, float*, int64_t, int64_t, int64_t, int64_t);
 template void widen_to_channel_blocks<bfloat16>(const bfloat16*, float*, int64_t, int64_t, int64_t, int64_t);
 template void narrow_from_channel_blocks<half>(const float*, half*, int64_t, int64_t, int64_t, int64_t);
