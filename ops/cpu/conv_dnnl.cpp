@@ -14,7 +14,7 @@
 // f16/bf16 operands run on oneDNN's f32 primitives (2.6 has no f16 convolution and no bf16 one
 // below AVX-512), widened and narrowed by the calling kernel set's conversions inside the reorders:
 // straight into and out of nChw8c / nChw16c in one pass. f32 images take the same channel-block
-// copies (faster than oneDNN's reorder); weights go through oneDNN's reorder.
+// copies; weights go through oneDNN's reorder.
 //
 // Primitive descriptors are cached per geometry and sub-batch (creating one costs ~0.1 ms);
 // oneDNN's own primitive cache keeps the reorders. Scratchpads are per call (user mode), so one
@@ -239,10 +239,10 @@ int64_t channel_block(const memory::desc& plain, const memory::desc& want) {
 // A user operand in the layout `want`: the operand itself when it is f32 and the layouts agree,
 // else a copy in the role's buffer (read = true: converted and reordered now; false: reordered and
 // converted back by write_back after the call). Images go to and from a channel-blocked layout
-// through the kernel set's channel-block copies (f16/bf16 converted in the same pass; f32 because
-// they run at memcpy speed, 1.4-1.6x oneDNN 2.6's reorder of the same images, bench/README.md
-// performance log 12); any other layout goes through oneDNN's reorder (f16/bf16: of an f32 copy in
-// the plain layout).
+// through the kernel set's channel-block copies (f16/bf16 converted in the same pass; f32 too, one
+// route for every dtype: in cache 1.4x oneDNN 2.6's reorder, inside a step both are bound by memory,
+// bench/README.md performance log 12); any other layout goes through oneDNN's reorder (f16/bf16: of
+// an f32 copy in the plain layout).
 struct Arg {
   // How the operand reaches `used`, chosen once for both directions.
   enum class Route {

@@ -34,8 +34,7 @@ inline void store_block(const compute_t<T>* src, T* dst, int64_t n) {
 // nChw16c (block 8 or 16), the channels in groups of `block`, each group stored pixel by pixel with
 // its channels side by side. A last partial group is padded with zeros when widening and skipped
 // when narrowing. f16/bf16: one pass instead of a flat conversion followed by a layout reorder.
-// f32: a copy through 8 x 8 register transposes, at memcpy speed where oneDNN 2.6's reorder of the
-// same images ran at 0.63-0.69x of it (bench/README.md, performance log 12).
+// f32: a copy through 8 x 8 register transposes (bench/README.md, performance log 12).
 template <class T>
 void widen_to_channel_blocks(const T* src, float* dst, int64_t images, int64_t C, int64_t HW, int64_t block);
 template <class T>
