@@ -1,7 +1,11 @@
 // Sequential and ModuleList.
 #include "nn/container.h"
 
+#include <typeinfo>
+
 #include "framework/error.h"
+#include "nn/activation.h"
+#include "nn/conv.h"
 
 namespace minidl::nn {
 
@@ -28,10 +32,32 @@ ModulePtr Sequential::clone_structure() const {
   return copy;
 }
 
+namespace {
+// A BatchNorm whose output goes straight into a plain ReLU runs both as batch_norm_relu: the same
+// values with one pass over the activation fewer each way (ops/nn_ops.h). Not when the ReLU has its
+// own autocast setting (its forward would run under it), and only for these exact classes (a
+// subclass may override forward). The fused node is recorded under the BatchNorm's scope; the
+// ReLU's forward is not called.
+BatchNorm* fusable_batch_norm(const AnyModule& m, const AnyModule& next) {
+  Module* bn = m.ptr().get();
+  const Module* relu = next.ptr().get();
+  const std::type_info& t = typeid(*bn);
+  const bool plain_bn = t == typeid(BatchNorm2d) || t == typeid(BatchNorm1d) || t == typeid(BatchNorm);
+  return plain_bn && typeid(*relu) == typeid(ReLU) && !relu->amp_state() ? static_cast<BatchNorm*>(bn) : nullptr;
+}
+}  // namespace
+
 Tensor Sequential::forward(const Tensor& input) {
   auto scope = forward_scope();
   Tensor x = input;
-  for (const AnyModule& m : modules_) x = m.forward(x);
+  for (size_t i = 0; i < modules_.size(); ++i) {
+    if (BatchNorm* bn = i + 1 < modules_.size() ? fusable_batch_norm(modules_[i], modules_[i + 1]) : nullptr) {
+      x = bn->forward_relu(x);
+      ++i;
+      continue;
+    }
+    x = modules_[i].forward(x);
+  }
   return x;
 }
 

@@ -80,7 +80,10 @@ ModulePtr BatchNorm::clone_structure() const {
   return std::make_shared<BatchNorm>(features_, expected_dims_, eps_, momentum_, affine);
 }
 
-Tensor BatchNorm::forward(const Tensor& x) {
+Tensor BatchNorm::forward(const Tensor& x) { return normalize(x, false); }
+Tensor BatchNorm::forward_relu(const Tensor& x) { return normalize(x, true); }
+
+Tensor BatchNorm::normalize(const Tensor& x, bool relu) {
   auto scope = forward_scope();
   const bool ok = expected_dims_ == 2 ? (x.dim() == 2 || x.dim() == 3) : x.dim() == 4;
   MINIDL_CHECK(ok, type_name(), "expected ", expected_dims_ == 2 ? "2D or 3D" : "4D", " input, got ", x.meta_str());
@@ -91,7 +94,7 @@ Tensor BatchNorm::forward(const Tensor& x) {
     // momentum None: cumulative moving average, as PyTorch.
     if (!momentum_) factor = 1.0 / static_cast<double>(num_batches_tracked.item_int());
   }
-  return batch_norm(x, running_mean, running_var, weight, bias, is_training(), factor, eps_);
+  return (relu ? batch_norm_relu : batch_norm)(x, running_mean, running_var, weight, bias, is_training(), factor, eps_);
 }
 
 std::string BatchNorm::describe() const {

@@ -97,6 +97,9 @@ class BatchNorm : public Layer {
   BatchNorm(int64_t features, int expected_dims, double eps = 1e-5, std::optional<double> momentum = 0.1,
             bool affine = true);
   Tensor forward(const Tensor& x) override;
+  // relu(forward(x)) in one op (batch_norm_relu: the same values, one pass fewer each way).
+  // Sequential calls it for a BatchNorm followed by a ReLU.
+  Tensor forward_relu(const Tensor& x);
   std::string describe() const override;
   std::string type_name() const override { return expected_dims_ == 2 ? "BatchNorm1d" : "BatchNorm2d"; }
   ModulePtr clone_structure() const override;  // a BatchNorm1d or BatchNorm2d of the same configuration
@@ -104,6 +107,8 @@ class BatchNorm : public Layer {
   Tensor weight, bias, running_mean, running_var, num_batches_tracked;
 
  private:
+  Tensor normalize(const Tensor& x, bool relu);
+
   int64_t features_;
   int expected_dims_;
   double eps_;

@@ -97,7 +97,7 @@ BasicBlock::BasicBlock(int64_t in, int64_t out, int64_t stride) {
 
 Tensor BasicBlock::forward(const Tensor& x) {
   auto scope = forward_scope();
-  Tensor h = relu(bn1_->forward(conv1_->forward(x)));
+  Tensor h = bn1_->forward_relu(conv1_->forward(x));
   h = bn2_->forward(conv2_->forward(h));
   Tensor shortcut = proj_ ? proj_bn_->forward(proj_->forward(x)) : x;
   return relu(add(h, shortcut));
@@ -130,7 +130,7 @@ ResNet20::ResNet20(int64_t classes) {
 
 Tensor ResNet20::forward(const Tensor& x) {
   auto scope = forward_scope();
-  Tensor h = relu(stem_bn_->forward(stem_->forward(x)));  // [N, 16, 32, 32]
+  Tensor h = stem_bn_->forward_relu(stem_->forward(x));  // [N, 16, 32, 32]
   h = stages_->forward(h);                                // [N, 64, 8, 8]
   h = adaptive_avg_pool2d(h, {1, 1}).flatten(1);          // [N, 64]
   return head_->forward(h);

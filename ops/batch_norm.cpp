@@ -8,6 +8,10 @@
 //   dx = (w*invstd/M) * (M*dy - sum(dy) - xhat*sum(dy*xhat))   (one pass).
 // When the backward itself is being recorded (create_graph), the same formula is written in
 // differentiable ops, with the statistics recomputed from x, so second derivatives are exact too.
+//
+// batch_norm_relu is relu(batch_norm(...)) with the ReLU inside those kernels: the normalize pass
+// clamps before it rounds (the same value: rounding keeps the sign), and the backward reads the
+// output alongside gy and zeroes gy where the output is <= 0 (ReluBackward's rule, NaN kept).
 #include "ops/common.h"
 #include "ops/nn_ops.h"
 
@@ -76,11 +80,12 @@ TensorList composite_backward(const Tensor& gy, const Tensor& x, const Tensor& w
 
 }  // namespace
 
-Tensor batch_norm(const Tensor& x_arg, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight_arg,
-                  const Tensor& bias_arg, bool training, double momentum, double eps) {
+namespace {
+Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x_arg, const Tensor& running_mean,
+                       const Tensor& running_var, const Tensor& weight_arg, const Tensor& bias_arg, bool training,
+                       double momentum, double eps) {
   amp::AutocastInputs in(kBatchNorm, {x_arg, weight_arg, bias_arg});
   const Tensor &x_in = in[0], &weight = in[1], &bias = in[2];
-  const char* op = "batch_norm";
   check_defined(x_in, op, "input");
   MINIDL_CHECK(x_in.dim() >= 2, op, "expected input with at least 2 dims [N, C, ...], got ", x_in.meta_str());
   check_floating(op, x_in);
@@ -129,16 +134,21 @@ Tensor batch_norm(const Tensor& x_arg, const Tensor& running_mean, const Tensor&
     shift = shift.contiguous();
   }
   Tensor y = new_empty(x.shape(), x.dtype(), dev);
-  K().batch_norm_apply.get(dev, x.dtype())(y, x, scale, shift);
+  K().batch_norm_apply.get(dev, x.dtype())(y, x, scale, shift, relu);
   const bool need_x = x_in.requires_grad(), need_w = weight.defined() && weight.requires_grad(),
              need_b = bias.defined() && bias.requires_grad();
+  std::vector<autograd::Saved> saved{x_in, weight, mean_c, invstd};
+  if (relu) saved.push_back(autograd::output(y));  // the ReLU's mask
   autograd::record(
-      "NativeBatchNormBackward", {x_in, weight, bias}, {y}, {x_in, weight, mean_c, invstd},
-      [training, eps, need_x, need_w, need_b](const TensorList& grads, const TensorList& s) {
+      relu ? "BatchNormReluBackward" : "NativeBatchNormBackward", {x_in, weight, bias}, {y}, saved,
+      [training, eps, need_x, need_w, need_b, relu](const TensorList& grads, const TensorList& s) {
         const Tensor &xs = s[0], &w = s[1], &mu = s[2], &inv = s[3];
+        const Tensor relu_out = relu ? s[4] : Tensor();
         TensorList r(3);
         if (GradMode::is_enabled()) {  // create_graph: differentiable form
-          TensorList c = composite_backward(grads[0], xs, w, mu, inv, training, eps);
+          // ReluBackward's rule as ops: the mask is a constant, as in relu's own double backward.
+          const Tensor g = relu ? where(le(relu_out.detach(), 0.0), zeros_like(grads[0]), grads[0]) : grads[0];
+          TensorList c = composite_backward(g, xs, w, mu, inv, training, eps);
           if (need_x) r[0] = c[0];
           if (need_w) r[1] = c[1];
           if (need_b) r[2] = c[2];
@@ -153,13 +163,25 @@ Tensor batch_norm(const Tensor& x_arg, const Tensor& running_mean, const Tensor&
         Tensor scale = w.defined() ? mul(cast(w.detach(), cdt), inv).contiguous() : inv;
         Tensor sum_dy = new_empty({xs.size(1)}, cdt, d), sum_dy_xhat = new_empty({xs.size(1)}, cdt, d);
         Tensor gx = need_x ? new_empty(xs.shape(), xs.dtype(), d) : Tensor();
-        K().batch_norm_backward.get(d, xk.dtype())(gx, sum_dy, sum_dy_xhat, gy, xk, mu, inv, scale, training);
+        const Tensor mask = relu ? relu_out.detach().contiguous() : Tensor();
+        K().batch_norm_backward.get(d, xk.dtype())(gx, sum_dy, sum_dy_xhat, gy, xk, mu, inv, scale, training, mask);
         r[0] = gx;
         if (need_w) r[1] = sum_dy_xhat;
         if (need_b) r[2] = sum_dy;
         return r;
       });
   return y;
+}
+}  // namespace
+
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                  const Tensor& bias, bool training, double momentum, double eps) {
+  return batch_norm_impl("batch_norm", false, x, running_mean, running_var, weight, bias, training, momentum, eps);
+}
+
+Tensor batch_norm_relu(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                       const Tensor& bias, bool training, double momentum, double eps) {
+  return batch_norm_impl("batch_norm_relu", true, x, running_mean, running_var, weight, bias, training, momentum, eps);
 }
 
 // Channel dropout (torch.nn.functional.dropout2d): one keep/drop draw per (n, c) plane from the

@@ -228,13 +228,15 @@ using AvgPool2dBackwardFn = void (*)(const Tensor& gx, const Tensor& gy, const P
 // are contiguous [C] in the compute dtype (f64 for f64 x, else f32). M = N*S.
 // mean[c], var[c] <- batch mean and biased variance over (N, S).
 using BatchNormStatsFn = void (*)(const Tensor& mean, const Tensor& var, const Tensor& x);
-// y <- x * scale[c] + shift[c], in x's dtype.
-using BatchNormApplyFn = void (*)(const Tensor& y, const Tensor& x, const Tensor& scale, const Tensor& shift);
+// y <- x * scale[c] + shift[c], in x's dtype; relu: then y <= 0 ? 0 : y (NaN kept), before rounding.
+using BatchNormApplyFn = void (*)(const Tensor& y, const Tensor& x, const Tensor& scale, const Tensor& shift, bool relu);
 // sum_dy[c] <- sum gy; sum_dy_xhat[c] <- sum gy * xhat with xhat = (x - mean[c]) * invstd[c]; then, when gx is
 // defined: gx <- scale[c] * (gy - sum_dy[c]/M - xhat * sum_dy_xhat[c]/M) (training) or gy * scale[c] (eval).
+// relu_out defined (batch_norm_relu's output, x's shape and dtype): gy is read as relu_out <= 0 ? 0 : gy
+// (ReluBackward's rule) throughout.
 using BatchNormBackwardFn = void (*)(const Tensor& gx, const Tensor& sum_dy, const Tensor& sum_dy_xhat, const Tensor& gy,
                                      const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& scale,
-                                     bool training);
+                                     bool training, const Tensor& relu_out);
 
 struct Registry {
   KernelTable<FillFn> fill{"fill_"};

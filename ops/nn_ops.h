@@ -3,8 +3,8 @@
 //   conv2d, conv_transpose2d (ops/conv.cpp): autocast LowerPrecision; first- and second-order
 //     gradients for input, weight and bias.
 //   max_pool2d, avg_pool2d, adaptive_avg_pool2d (ops/pool.cpp): autocast None; first and second order.
-//   batch_norm (ops/batch_norm.cpp): autocast None; a low-precision input with f32 weight, bias and
-//     running stats computes its statistics in f32 and returns the input dtype.
+//   batch_norm, batch_norm_relu (ops/batch_norm.cpp): autocast None; a low-precision input with f32
+//     weight, bias and running stats computes its statistics in f32 and returns the input dtype.
 //   dropout2d (ops/batch_norm.cpp): autocast None.
 // Spatial arguments are {height, width} pairs. Inputs are [N, C, H, W] or unbatched [C, H, W].
 #pragma once
@@ -56,6 +56,13 @@ Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size);
 // batch (unbiased variance). Eval: normalize with the running stats. weight/bias [C] optional.
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), bool training = false, double momentum = 0.1, double eps = 1e-5);
+// relu(batch_norm(...)) as one op (not a torch.nn.functional name): the same output and running
+// stats bit for bit, gradients to the last bits of their f32/f64 sums (bit for bit in f16/bf16), one
+// autograd node (BatchNormReluBackward), and one pass fewer each way: the ReLU is applied as batch
+// norm writes its output, and its mask is read as batch norm's backward reads gy.
+Tensor batch_norm_relu(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                       const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), bool training = false,
+                       double momentum = 0.1, double eps = 1e-5);
 
 // Zeroes whole channels with probability p and scales the rest by 1/(1-p) (training only).
 // x [N, C, H, W] or [C, H, W] (one mask value per (n, c) plane).

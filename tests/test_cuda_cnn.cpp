@@ -122,11 +122,12 @@ TEST_CASE("cuda: average and adaptive pooling and their gradients agree with the
   }
 }
 
-TEST_CASE("cuda: batch norm training and eval, forward, running stats and backward agree with the CPU", "[cuda][norm]") {
+TEST_CASE("cuda: batch norm (and batch_norm_relu) training and eval, forward, running stats and backward agree with the CPU", "[cuda][norm]") {
   MINIDL_REQUIRE_GPU();
   for (DType t : kFloat64)
-    for (const Shape& shape : {Shape{8, 5, 6, 7}, Shape{64, 5}}) {
-      const std::string what = "batch_norm " + shape_str(shape) + " " + dtype_name(t);
+    for (const Shape& shape : {Shape{8, 5, 6, 7}, Shape{64, 5}})
+    for (bool fused_relu : {false, true}) {
+      const std::string what = (fused_relu ? "batch_norm_relu " : "batch_norm ") + shape_str(shape) + " " + dtype_name(t);
       // A mean far from 0: the shifted sums must not cancel.
       Tensor x = cast(add(randn_cpu(shape, DType::F32, 31, 2.0), 10.0), t);
       Tensor w = randn_cpu({5}, DType::F32, 32), b = randn_cpu({5}, DType::F32, 33);
@@ -135,7 +136,9 @@ TEST_CASE("cuda: batch norm training and eval, forward, running stats and backwa
         Tensor hm = zeros({5}), hv = ones({5});
         Tensor dm = on_device(hm), dv = on_device(hv);
         auto make = [&](Tensor& rm, Tensor& rv) {
-          return [&, training](const std::vector<Tensor>& in) { return batch_norm(in[0], rm, rv, in[1], in[2], training, 0.1, 1e-5); };
+          return [&, training](const std::vector<Tensor>& in) {
+            return (fused_relu ? batch_norm_relu : batch_norm)(in[0], rm, rv, in[1], in[2], training, 0.1, 1e-5);
+          };
         };
         Grads h = run_with_grads(make(hm, hv), {x, w, b}, gy);
         Grads d = run_with_grads(make(dm, dv), {on_device(x), on_device(w), on_device(b)}, on_device(gy));

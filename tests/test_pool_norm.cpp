@@ -3,7 +3,10 @@
 // running statistics, low precision and autocast behaviour, and error messages.
 #include <catch2/catch.hpp>
 
+#include <omp.h>
+
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "gradcheck.h"
@@ -340,6 +343,139 @@ TEST_CASE("batch_norm with low-precision input and f32 parameters", "[norm][amp]
     CHECK(xl.grad().dtype() == dt);
     CHECK(w.grad().dtype() == DType::F32);
     CHECK(b.grad().dtype() == DType::F32);
+  }
+}
+
+namespace {
+// Same dtype, shape and values bit for bit, a NaN matching any NaN (its sign and payload depend on
+// the order the hardware combined operands in, which neither side promises).
+bool same_bits(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+  const Tensor ca = a.contiguous(), cb = b.contiguous();
+  const size_t width = element_size(a.dtype());
+  const std::vector<double> va = ca.to_vector<double>(), vb = cb.to_vector<double>();
+  const char* pa = static_cast<const char*>(ca.raw_data());
+  const char* pb = static_cast<const char*>(cb.raw_data());
+  for (size_t i = 0; i < va.size(); ++i) {
+    if (std::isnan(va[i]) && std::isnan(vb[i])) continue;
+    if (std::memcmp(pa + i * width, pb + i * width, width) != 0) return false;
+  }
+  return true;
+}
+Tensor isnan(const Tensor& t) { return ne(t, t); }
+Tensor nan_to_zero(const Tensor& t) { return where(isnan(t), zeros_like(t), t); }
+}  // namespace
+
+TEST_CASE("batch_norm_relu equals relu(batch_norm): its output and running stats bit for bit, its gradients to the last bits", "[norm][fused]") {
+  // The fused kernels clamp before rounding and mask gy as they read it; the composite rounds,
+  // clamps, and masks gy in its own pass. Every floating dtype, 2-D / 3-D / 4-D (the row and plane
+  // loops, planes longer than one conversion block), training and eval, with and without affine
+  // parameters, one and two threads, and a NaN in one channel (NaN passes the ReLU both ways).
+  const int outer = omp_get_max_threads();
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    for (Shape shape : {Shape{6, 5}, Shape{3, 4, 7}, Shape{2, 3, 17, 19}})
+      for (DType dt : {DType::F32, DType::F64, DType::BF16, DType::F16})
+        for (bool training : {true, false})
+          for (bool affine : {true, false}) {
+            INFO("threads " << threads << " " << shape_str(shape) << " " << dtype_name(dt) << (training ? " train" : " eval")
+                            << (affine ? " affine" : ""));
+            const int64_t C = shape[1];
+            Tensor x0 = cast(random_tensor(shape, 70, -2, 2), dt);
+            {  // one NaN in channel 1 of the first sample
+              std::vector<double> v = x0.to_vector<double>();
+              const int64_t S = x0.numel() / (shape[0] * C);
+              v[static_cast<size_t>(S)] = std::numeric_limits<double>::quiet_NaN();
+              x0 = cast(from_vector(v).reshape(shape), dt);
+            }
+            const DType pt = dt == DType::F64 ? DType::F64 : DType::F32;
+            Tensor gy = cast(random_tensor(shape, 71, -1, 1), dt);
+            auto run = [&](bool fused) {
+              Tensor x = x0.detach().clone().requires_grad_();
+              Tensor w = affine ? cast(from_vector(random_values(C, 0.5, 1.5, 72)), pt).requires_grad_() : Tensor();
+              Tensor b = affine ? cast(from_vector(random_values(C, -1, 1, 73)), pt).requires_grad_() : Tensor();
+              Tensor rm = cast(from_vector(random_values(C, -0.5, 0.5, 74)), pt), rv = cast(from_vector(random_values(C, 0.5, 2, 75)), pt);
+              Tensor y = fused ? batch_norm_relu(x, rm, rv, w, b, training, 0.1, 1e-5)
+                               : relu(batch_norm(x, rm, rv, w, b, training, 0.1, 1e-5));
+              CHECK(y.grad_fn()->name() == (fused ? "BatchNormReluBackward" : "ReluBackward"));
+              y.backward(gy);
+              TL out{y.detach(), x.grad(), rm, rv};
+              if (affine) {
+                out.push_back(w.grad());
+                out.push_back(b.grad());
+              }
+              return out;
+            };
+            const TL fused = run(true), plain = run(false);
+            const char* what[] = {"y", "x grad", "running mean", "running var", "w grad", "b grad"};
+            for (size_t i = 0; i < fused.size(); ++i) {
+              INFO(what[i]);
+              const bool gradient = i == 1 || i >= 4;
+              if (!gradient || is_low_precision(dt)) {
+                CHECK(same_bits(fused[i], plain[i]));
+              } else {
+                // f32/f64 gradients: the same sums, but the compiler may fuse a multiply-add
+                // differently in the masked loop (1 ulp of f64 seen): a few ulps of the compute type.
+                CHECK(max_diff(nan_to_zero(fused[i]), nan_to_zero(plain[i])) <= 16 * traits(dt).eps * (1 + max_abs(nan_to_zero(plain[i]))));
+                CHECK(same_bits(isnan(fused[i]), isnan(plain[i])));
+              }
+            }
+          }
+  }
+  omp_set_num_threads(outer);
+}
+
+TEST_CASE("batch_norm_relu gradient checks (first and second order)", "[norm][grad][fused]") {
+  const std::vector<GradCase> cases = {
+      {.name = "train 4-D x, w, b", .shapes = {{3, 2, 3, 2}, {2}, {2}},
+       .fn = [](const TL& v) { return batch_norm_relu(v[0], zeros({2}, DType::F64), ones({2}, DType::F64), v[1], v[2], true); }},
+      {.name = "train 2-D squared", .shapes = {{5, 3}, {3}, {3}},
+       .fn = [](const TL& v) { return sq(batch_norm_relu(v[0], Tensor(), Tensor(), v[1], v[2], true)); }},
+      {.name = "train no affine", .shapes = {{4, 2, 3}},
+       .fn = [](const TL& v) { return sq(batch_norm_relu(v[0], Tensor(), Tensor(), Tensor(), Tensor(), true)); }},
+      {.name = "eval", .shapes = {{2, 3, 2, 2}, {3}, {3}, {3}, {3}},
+       .fn = [](const TL& v) {
+         return sq(batch_norm_relu(v[0], v[1], add(mul(v[2], v[2]), 0.5), v[3], v[4], false));
+       },
+       .differentiable = {true, false, false, true, true}},
+  };
+  for (const GradCase& c : cases) {
+    INFO(c.name);
+    CHECK(run_case(c) == "");
+  }
+}
+
+TEST_CASE("Sequential runs a BatchNorm followed by a plain ReLU as batch_norm_relu, the same values", "[norm][fused][nn]") {
+  auto make = [](bool relu_autocast) {
+    auto seq = std::make_shared<nn::Sequential>();
+    seq->push_back(nn::AnyModule(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(2, 3, 3).padding(1))));
+    seq->push_back(nn::AnyModule(std::make_shared<nn::BatchNorm2d>(3)));
+    auto relu = std::make_shared<nn::ReLU>();
+    if (relu_autocast) relu->set_autocast(std::nullopt, false);  // its own setting: not fused
+    seq->push_back(nn::AnyModule(relu));
+    return seq;
+  };
+  Tensor x = cast(random_tensor({2, 2, 5, 5}, 80), DType::F32);
+  for (bool own_setting : {false, true}) {
+    INFO((own_setting ? "ReLU with its own autocast setting" : "plain ReLU"));
+    auto seq = make(own_setting);
+    auto twin = make(false);
+    twin->load_state_dict(seq->state_dict());
+    Tensor y = seq->forward(x);
+    CHECK(y.grad_fn()->name() == (own_setting ? "ReluBackward" : "BatchNormReluBackward"));
+    // The same modules called one by one (Conv2d, BatchNorm2d, ReLU): the composite.
+    Tensor h = (*twin)[0].forward(x);
+    h = (*twin)[1].forward(h);
+    Tensor y2 = (*twin)[2].forward(h);
+    CHECK(y2.grad_fn()->name() == "ReluBackward");
+    CHECK(same_bits(y, y2));
+    y.backward(ones_like(y));
+    y2.backward(ones_like(y2));
+    const auto p1 = seq->parameters(), p2 = twin->parameters();
+    REQUIRE(p1.size() == p2.size());
+    for (size_t i = 0; i < p1.size(); ++i)  // to the last bits, as in the op's own test above
+      CHECK(max_diff(p1[i].grad(), p2[i].grad()) <= 16 * traits(DType::F32).eps * (1 + max_abs(p2[i].grad())));
+    CHECK(same_bits(seq->state_dict().at("1.running_mean"), twin->state_dict().at("1.running_mean")));
   }
 }
 

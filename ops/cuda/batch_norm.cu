@@ -1,7 +1,7 @@
 // CUDA batch norm kernels over contiguous x viewed as [N, C, S], with the CPU kernels' contracts
 // (ops/kernels.h, ops/cpu/batch_norm.cpp): per-channel statistics, the per-channel affine apply and
-// the backward. Per-channel vectors are in the compute dtype (f32 for f16/bf16/f32 input, f64 for
-// f64); the channel sums are accumulated in f64, shifted by the channel's first value as the CPU
+// the backward, with batch_norm_relu's ReLU fused into both as on the CPU. Per-channel vectors are
+// in the compute dtype (f32 for f16/bf16/f32 input, f64 for f64); the channel sums are accumulated in f64, shifted by the channel's first value as the CPU
 // does (no cancellation when |mean| >> std). One block per channel for the sums (simple; a
 // multi-block split per channel is the next step if profiling on the GPU shows it matters), one
 // thread per element for the element-wise passes.
@@ -48,18 +48,29 @@ __global__ void stats_kernel(compute_t<T>* mean, compute_t<T>* var, const T* x, 
 
 template <class T>
 __global__ void apply_kernel(T* y, const T* x, const compute_t<T>* scale, const compute_t<T>* shift, int64_t C, int64_t S,
-                             int64_t total) {
+                             int64_t total, bool relu) {
+  using Cp = compute_t<T>;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t c = (i / S) % C;
-    y[i] = convert<T>(load(x[i]) * scale[c] + shift[c]);
+    Cp v = load(x[i]) * scale[c] + shift[c];
+    if (relu && v <= Cp(0)) v = Cp(0);  // ReLU's rule: NaN propagates
+    y[i] = convert<T>(v);
   }
+}
+
+// The gradient reaching batch norm: gy, or under a fused ReLU with output y, gy where y > 0 (or NaN).
+template <class T>
+__device__ __forceinline__ compute_t<T> masked_grad(const T* gy, const T* relu_out, int64_t o) {
+  using Cp = compute_t<T>;
+  const Cp g = load(gy[o]);
+  return relu_out != nullptr && load(relu_out[o]) <= Cp(0) ? Cp(0) : g;
 }
 
 // gx = a[c] * gy + b[c] * x + d[c]: the three per-channel coefficients, stored as coef[0..3][c].
 // One block per channel: sum_dy, sum_dy_xhat and the coefficients.
 template <class T>
 __global__ void backward_sums_kernel(compute_t<T>* sum_dy, compute_t<T>* sum_dy_xhat, compute_t<T>* coef, const T* gy,
-                                     const T* x, const compute_t<T>* mean, const compute_t<T>* invstd,
+                                     const T* relu_out, const T* x, const compute_t<T>* mean, const compute_t<T>* invstd,
                                      const compute_t<T>* scale, int64_t C, int64_t S, int64_t M, bool training) {
   using Cp = compute_t<T>;
   const int64_t c = blockIdx.x;
@@ -67,7 +78,7 @@ __global__ void backward_sums_kernel(compute_t<T>* sum_dy, compute_t<T>* sum_dy_
   double s1 = 0, s2 = 0;
   for (int64_t m = threadIdx.x; m < M; m += blockDim.x) {
     const int64_t o = channel_offset(c, m, C, S);
-    const double g = load(gy[o]);
+    const double g = masked_grad(gy, relu_out, o);
     s1 += g;
     s2 += g * (static_cast<double>(load(x[o])) - mc);
   }
@@ -91,11 +102,11 @@ __global__ void backward_sums_kernel(compute_t<T>* sum_dy, compute_t<T>* sum_dy_
 }
 
 template <class T>
-__global__ void backward_apply_kernel(T* gx, const T* gy, const T* x, const compute_t<T>* coef, int64_t C, int64_t S,
-                                      int64_t total) {
+__global__ void backward_apply_kernel(T* gx, const T* gy, const T* relu_out, const T* x, const compute_t<T>* coef,
+                                      int64_t C, int64_t S, int64_t total) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t c = (i / S) % C;
-    gx[i] = convert<T>(coef[c] * load(gy[i]) + coef[C + c] * load(x[i]) + coef[2 * C + c]);
+    gx[i] = convert<T>(coef[c] * masked_grad(gy, relu_out, i) + coef[C + c] * load(x[i]) + coef[2 * C + c]);
   }
 }
 
@@ -120,7 +131,7 @@ void stats_fn(const Tensor& mean, const Tensor& var, const Tensor& x) {
   });
 }
 
-void apply_fn(const Tensor& y, const Tensor& x, const Tensor& scale, const Tensor& shift) {
+void apply_fn(const Tensor& y, const Tensor& x, const Tensor& scale, const Tensor& shift, bool relu) {
   minidl::cuda::DeviceGuard guard(x.device());
   const Layout L(x);
   const int64_t n = x.numel();
@@ -128,13 +139,13 @@ void apply_fn(const Tensor& y, const Tensor& x, const Tensor& scale, const Tenso
   visit_floating(x.dtype(), "batch_norm_apply", [&](auto tag) {
     using T = typename decltype(tag)::type;
     apply_kernel<T><<<grid_for(n, x.device().index), kThreads, 0, stream_of(x)>>>(
-        static_cast<T*>(y.raw_data()), static_cast<const T*>(x.raw_data()), cptr<T>(scale), cptr<T>(shift), L.C, L.S, n);
+        static_cast<T*>(y.raw_data()), static_cast<const T*>(x.raw_data()), cptr<T>(scale), cptr<T>(shift), L.C, L.S, n, relu);
     MINIDL_CUDA_CHECK_LAUNCH("batch_norm_apply");
   });
 }
 
 void backward_fn(const Tensor& gx, const Tensor& sum_dy, const Tensor& sum_dy_xhat, const Tensor& gy, const Tensor& x,
-                 const Tensor& mean, const Tensor& invstd, const Tensor& scale, bool training) {
+                 const Tensor& mean, const Tensor& invstd, const Tensor& scale, bool training, const Tensor& relu_out) {
   minidl::cuda::DeviceGuard guard(x.device());
   const Layout L(x);
   if (L.C == 0) return;
@@ -143,15 +154,16 @@ void backward_fn(const Tensor& gx, const Tensor& sum_dy, const Tensor& sum_dy_xh
     const DType cd = std::is_same_v<T, double> ? DType::F64 : DType::F32;
     Tensor coef = gx.defined() ? scratch({3, L.C}, cd, x) : Tensor();
     cudaStream_t s = stream_of(x);
+    const T* masked_by = relu_out.defined() ? static_cast<const T*>(relu_out.raw_data()) : nullptr;
     backward_sums_kernel<T><<<static_cast<unsigned>(L.C), kThreads, 0, s>>>(
         mptr<T>(sum_dy), mptr<T>(sum_dy_xhat), coef.defined() ? mptr<T>(coef) : nullptr,
-        static_cast<const T*>(gy.raw_data()), static_cast<const T*>(x.raw_data()), cptr<T>(mean), cptr<T>(invstd),
+        static_cast<const T*>(gy.raw_data()), masked_by, static_cast<const T*>(x.raw_data()), cptr<T>(mean), cptr<T>(invstd),
         cptr<T>(scale), L.C, L.S, L.M(), training);
     MINIDL_CUDA_CHECK_LAUNCH("batch_norm_backward (sums)");
     const int64_t n = x.numel();
     if (!gx.defined() || n == 0) return;
     backward_apply_kernel<T><<<grid_for(n, x.device().index), kThreads, 0, s>>>(
-        static_cast<T*>(gx.raw_data()), static_cast<const T*>(gy.raw_data()), static_cast<const T*>(x.raw_data()),
+        static_cast<T*>(gx.raw_data()), static_cast<const T*>(gy.raw_data()), masked_by, static_cast<const T*>(x.raw_data()),
         cptr<T>(coef), L.C, L.S, n);
     MINIDL_CUDA_CHECK_LAUNCH("batch_norm_backward (gx)");
   });
