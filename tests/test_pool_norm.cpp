@@ -297,28 +297,32 @@ TEST_CASE("batch_norm eval uses running stats", "[norm]") {
   CHECK(rm.to_vector<double>() == std::vector<double>{0.5, -1.0});  // untouched in eval
 }
 
-TEST_CASE("batch_norm gradient checks (first and second order)", "[norm][grad]") {
-  const std::vector<GradCase> cases = {
-      {.name = "train 4-D x, w, b", .shapes = {{3, 2, 3, 2}, {2}, {2}},
-       .fn = [](const TL& v) { return batch_norm(v[0], zeros({2}, DType::F64), ones({2}, DType::F64), v[1], v[2], true); }},
-      {.name = "train 4-D squared", .shapes = {{2, 3, 2, 2}, {3}, {3}},
-       .fn = [](const TL& v) { return sq(batch_norm(v[0], Tensor(), Tensor(), v[1], v[2], true)); }},
-      {.name = "train 2-D", .shapes = {{5, 3}, {3}, {3}},
-       .fn = [](const TL& v) { return batch_norm(v[0], Tensor(), Tensor(), v[1], v[2], true); }},
-      {.name = "train no affine", .shapes = {{4, 2, 3}},
-       .fn = [](const TL& v) { return sq(batch_norm(v[0], Tensor(), Tensor(), Tensor(), Tensor(), true)); }},
-      {.name = "train weight/bias only", .shapes = {{3, 2, 2, 2}, {2}, {2}},
-       .fn = [](const TL& v) { return sq(batch_norm(v[0], Tensor(), Tensor(), v[1], v[2], true)); },
-       .differentiable = {false, true, true}},
-      {.name = "eval", .shapes = {{2, 3, 2, 2}, {3}, {3}, {3}, {3}},
-       .fn = [](const TL& v) {
-         return sq(batch_norm(v[0], v[1], add(mul(v[2], v[2]), 0.5), v[3], v[4], false));
-       },
-       .differentiable = {true, false, false, true, true}},
-  };
-  for (const GradCase& c : cases) {
-    INFO(c.name);
-    CHECK(run_case(c) == "");
+TEST_CASE("batch_norm and batch_norm_relu gradient checks (first and second order)", "[norm][grad]") {
+  using Op = Tensor (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool, double, double);
+  for (Op bn : {Op{batch_norm}, Op{batch_norm_relu}}) {
+    INFO((bn == Op{batch_norm} ? "batch_norm" : "batch_norm_relu"));
+    const std::vector<GradCase> cases = {
+        {.name = "train 4-D x, w, b", .shapes = {{3, 2, 3, 2}, {2}, {2}},
+         .fn = [bn](const TL& v) { return bn(v[0], zeros({2}, DType::F64), ones({2}, DType::F64), v[1], v[2], true, 0.1, 1e-5); }},
+        {.name = "train 4-D squared", .shapes = {{2, 3, 2, 2}, {3}, {3}},
+         .fn = [bn](const TL& v) { return sq(bn(v[0], Tensor(), Tensor(), v[1], v[2], true, 0.1, 1e-5)); }},
+        {.name = "train 2-D", .shapes = {{5, 3}, {3}, {3}},
+         .fn = [bn](const TL& v) { return bn(v[0], Tensor(), Tensor(), v[1], v[2], true, 0.1, 1e-5); }},
+        {.name = "train no affine", .shapes = {{4, 2, 3}},
+         .fn = [bn](const TL& v) { return sq(bn(v[0], Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5)); }},
+        {.name = "train weight/bias only", .shapes = {{3, 2, 2, 2}, {2}, {2}},
+         .fn = [bn](const TL& v) { return sq(bn(v[0], Tensor(), Tensor(), v[1], v[2], true, 0.1, 1e-5)); },
+         .differentiable = {false, true, true}},
+        {.name = "eval", .shapes = {{2, 3, 2, 2}, {3}, {3}, {3}, {3}},
+         .fn = [bn](const TL& v) {
+           return sq(bn(v[0], v[1], add(mul(v[2], v[2]), 0.5), v[3], v[4], false, 0.1, 1e-5));
+         },
+         .differentiable = {true, false, false, true, true}},
+    };
+    for (const GradCase& c : cases) {
+      INFO(c.name);
+      CHECK(run_case(c) == "");
+    }
   }
 }
 
@@ -423,26 +427,6 @@ TEST_CASE("batch_norm_relu equals relu(batch_norm): its output and running stats
           }
   }
   omp_set_num_threads(outer);
-}
-
-TEST_CASE("batch_norm_relu gradient checks (first and second order)", "[norm][grad][fused]") {
-  const std::vector<GradCase> cases = {
-      {.name = "train 4-D x, w, b", .shapes = {{3, 2, 3, 2}, {2}, {2}},
-       .fn = [](const TL& v) { return batch_norm_relu(v[0], zeros({2}, DType::F64), ones({2}, DType::F64), v[1], v[2], true); }},
-      {.name = "train 2-D squared", .shapes = {{5, 3}, {3}, {3}},
-       .fn = [](const TL& v) { return sq(batch_norm_relu(v[0], Tensor(), Tensor(), v[1], v[2], true)); }},
-      {.name = "train no affine", .shapes = {{4, 2, 3}},
-       .fn = [](const TL& v) { return sq(batch_norm_relu(v[0], Tensor(), Tensor(), Tensor(), Tensor(), true)); }},
-      {.name = "eval", .shapes = {{2, 3, 2, 2}, {3}, {3}, {3}, {3}},
-       .fn = [](const TL& v) {
-         return sq(batch_norm_relu(v[0], v[1], add(mul(v[2], v[2]), 0.5), v[3], v[4], false));
-       },
-       .differentiable = {true, false, false, true, true}},
-  };
-  for (const GradCase& c : cases) {
-    INFO(c.name);
-    CHECK(run_case(c) == "");
-  }
 }
 
 TEST_CASE("Sequential runs a BatchNorm followed by a plain ReLU as batch_norm_relu, the same values", "[norm][fused][nn]") {
