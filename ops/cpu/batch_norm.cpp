@@ -118,7 +118,7 @@ struct GradSums {
   double lanes_a[8] = {0, 0, 0, 0, 0, 0, 0, 0}, lanes_b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   template <class C>
   void add(const C* g, const C* v, int64_t n, double mean) {
-    // Local copies: the lanes stay in registers (members could alias f64 data, 0.5x).
+    // Local copies: the lanes stay in registers (members could alias the f64 data read here).
     double a[8], b[8];
     std::copy(lanes_a, lanes_a + 8, a);
     std::copy(lanes_b, lanes_b + 8, b);
