@@ -150,14 +150,40 @@ const std::vector<ConvCase>& conv_cases() {
   };
   return cases;
 }
-// Puts back oneDNN's switch (on) and the OpenMP thread count when a test that changes them ends.
+// Puts back oneDNN's switches (on) and the OpenMP thread count when a test that changes them ends.
 struct RestoreConvSettings {
   int threads = omp_get_max_threads();
   ~RestoreConvSettings() {
     kernels::cpu::dnnl_conv::set_enabled(true);
+    kernels::cpu::dnnl_conv::set_native_bf16(true);
     omp_set_num_threads(threads);
   }
 };
+
+// Convolutions for the f16/bf16 routes through oneDNN's layouts: plain layouts (3 input channels,
+// grouped), whole channel blocks (16 channels: nChw8c or nChw16c), a zero-padded last block (20
+// and 12 channels), more pixels than one conversion run (9 x 9 > 64), planes of no multiple of 8
+// pixels (9 x 9, 9 x 10, 5 x 5), and weights through an f32 copy.
+struct LowCase {
+  Shape x, w;
+  int64_t stride, pad, groups;
+  // y, x.grad, w.grad, b.grad of the convolution in `dt` with a fixed output gradient.
+  std::vector<Tensor> run(DType dt) const {
+    Tensor xt = random_tensor(x, 60, dt).requires_grad_(), wt = random_tensor(w, 61, dt).requires_grad_();
+    Tensor b = random_tensor({w[0]}, 62, dt).requires_grad_();
+    Tensor y = conv2d(xt, wt, b, {stride, stride}, {pad, pad}, {1, 1}, groups);
+    y.backward(random_tensor(y.shape(), 63, dt));
+    return {y.detach(), xt.grad(), wt.grad(), b.grad()};
+  }
+};
+const std::vector<LowCase>& low_precision_cases() {
+  static const std::vector<LowCase> cases = {{{2, 4, 9, 8}, {6, 2, 3, 3}, 2, 1, 2},
+                                             {{2, 3, 9, 9}, {16, 3, 3, 3}, 1, 1, 1},
+                                             {{2, 16, 9, 9}, {16, 16, 3, 3}, 1, 1, 1},
+                                             {{2, 20, 9, 10}, {12, 20, 3, 3}, 2, 1, 1},
+                                             {{3, 16, 8, 8}, {32, 16, 1, 1}, 2, 0, 1}};
+  return cases;
+}
 
 }  // namespace
 
@@ -418,31 +444,15 @@ TEST_CASE("conv2d on oneDNN matches the im2col path in all three passes", "[conv
     agree("large image, stride (2, 1), dilation (1, 2), groups 2", [](const Tensor& x, const Tensor& w, const Tensor& b) {
       return conv2d(x, w, b, {2, 1}, {2, 1}, {1, 2}, 2);
     }, {2, 64, 41, 80}, {4, 32, 3, 3}, 4);
-    {  // f16/bf16 are widened for oneDNN's f32 primitives and narrowed once: the im2col path does the same.
-      // f32 images take the same channel-block copies. The shapes take each way through the
-      // reorders: plain layouts (3 input channels, grouped), whole channel blocks (16 channels:
-      // nChw8c or nChw16c), a zero-padded last block (20 and 12 channels), more pixels than one
-      // conversion run (9 x 9 > 64), planes of no multiple of 8 pixels (9 x 9, 9 x 10, 5 x 5), and
-      // weights through an f32 copy.
-      struct LowCase {
-        Shape x, w;
-        int64_t stride, pad, groups;
-      };
-      const LowCase low_cases[] = {{{2, 4, 9, 8}, {6, 2, 3, 3}, 2, 1, 2},
-                                   {{2, 3, 9, 9}, {16, 3, 3, 3}, 1, 1, 1},
-                                   {{2, 16, 9, 9}, {16, 16, 3, 3}, 1, 1, 1},
-                                   {{2, 20, 9, 10}, {12, 20, 3, 3}, 2, 1, 1},
-                                   {{3, 16, 8, 8}, {32, 16, 1, 1}, 2, 0, 1}};
-      for (const LowCase& lc : low_cases)
+    {  // f16/bf16 are widened for oneDNN's f32 primitives (or bf16 runs on its bf16 ones, where the
+      // CPU has them) and narrowed once: the im2col path does the same. f32 images take the same
+      // channel-block copies.
+      for (const LowCase& lc : low_precision_cases())
         for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
           INFO(dtype_name(dt) << " x " << shape_str(lc.x) << " w " << shape_str(lc.w));
           auto run = [&](bool dnnl) {
             dc::set_enabled(dnnl);
-            Tensor x = random_tensor(lc.x, 60, dt).requires_grad_(), w = random_tensor(lc.w, 61, dt).requires_grad_();
-            Tensor b = random_tensor({lc.w[0]}, 62, dt).requires_grad_();
-            Tensor y = conv2d(x, w, b, {lc.stride, lc.stride}, {lc.pad, lc.pad}, {1, 1}, lc.groups);
-            y.backward(random_tensor(y.shape(), 63, dt));
-            return std::vector<Tensor>{y.detach(), x.grad(), w.grad(), b.grad()};
+            return lc.run(dt);
           };
           if (threads > 1 && lc.x[0] < threads) continue;
           const int64_t before = dc::calls();
@@ -466,6 +476,40 @@ TEST_CASE("conv2d on oneDNN matches the im2col path in all three passes", "[conv
     agree("conv_transpose2d groups 2, dilation 2", [](const Tensor& x, const Tensor& w, const Tensor& b) {
       return conv_transpose2d(x, w, b, {2, 1}, {1, 0}, {0, 0}, 2, {2, 2});
     }, {2, 4, 3, 4}, {4, 3, 2, 3}, 6, 3);
+  }
+}
+
+// Where oneDNN finds AVX512_BF16, bf16 convolutions run on its bf16 primitives: the products of bf16
+// pairs are exact in f32 on both routes and summed in f32 in another order, and each side rounds its
+// result once, so they agree to one bf16 ulp of the largest value plus the sums' f32 differences.
+TEST_CASE("bf16 convolutions on oneDNN's bf16 primitives match the widened f32 primitives", "[conv][dnnl]") {
+  namespace dc = kernels::cpu::dnnl_conv;
+  if (!dc::compiled() || !dc::native_bf16_supported()) {
+    WARN("oneDNN has no native bf16 convolution on this CPU (needs AVX512_BF16): the widened route is tested above");
+    return;
+  }
+  const RestoreConvSettings restore;
+  dc::set_enabled(true);
+  const double eps = traits(DType::BF16).eps;
+  for (int threads : {2, 1}) {
+    omp_set_num_threads(threads);
+    for (const LowCase& lc : low_precision_cases()) {
+      if (threads > 1 && lc.x[0] < threads) continue;
+      INFO("threads " << threads << " x " << shape_str(lc.x) << " w " << shape_str(lc.w));
+      dc::set_native_bf16(true);
+      const int64_t before = dc::native_bf16_calls();
+      const auto native = lc.run(DType::BF16);
+      CHECK(dc::native_bf16_calls() - before == 2);  // the forward, then both gradients in one call
+      dc::set_native_bf16(false);
+      const auto widened = lc.run(DType::BF16);
+      CHECK(dc::native_bf16_calls() - before == 2);
+      const char* what[] = {"y", "x grad", "w grad", "b grad"};
+      for (size_t i = 0; i < native.size(); ++i) {
+        INFO(what[i]);
+        CHECK(native[i].dtype() == DType::BF16);
+        CHECK(max_diff(native[i], widened[i]) <= 2 * eps * max_abs_diff(widened[i], zeros_like(widened[i])));
+      }
+    }
   }
 }
 

@@ -11,10 +11,13 @@
 // im2col path, which splits each GEMM across the pool instead. Weight gradients are summed over the
 // slots in slot order (deterministic for a given thread count, like the im2col path).
 //
-// f16/bf16 operands run on oneDNN's f32 primitives (2.6 has no f16 convolution and no bf16 one
-// below AVX-512), widened and narrowed by the calling kernel set's conversions inside the reorders:
-// straight into and out of nChw8c / nChw16c in one pass. f32 images take the same channel-block
-// copies; weights go through oneDNN's reorder.
+// bf16 operands run on oneDNN's bf16 primitives where the CPU has AVX512_BF16 (native_bf16():
+// vdpbf16ps products, f32 accumulation, 1.5-2.3x its f32 primitives per pass on Zen 5, bench/README.md
+// performance log 15); their images and weights go through oneDNN's reorder in bf16, weight gradients
+// come out in f32. Elsewhere f16/bf16 operands run on oneDNN's f32 primitives (2.6 has no f16
+// convolution, and its bf16 one without AVX512_BF16 emulates the instruction), widened and narrowed by
+// the calling kernel set's conversions inside the reorders: straight into and out of nChw8c / nChw16c
+// in one pass. f32 images take the same channel-block copies; weights go through oneDNN's reorder.
 //
 // Primitive descriptors are cached per geometry and sub-batch (creating one costs ~0.1 ms);
 // oneDNN's own primitive cache keeps the reorders. Scratchpads are per call (user mode), so one
@@ -25,6 +28,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <new>
 
 #ifdef MINIDL_HAS_DNNL
@@ -47,15 +51,21 @@ namespace minidl::kernels::cpu::dnnl_conv {
 
 namespace {
 std::atomic<int> g_enabled{-1};  // -1: not read from the environment yet
+std::atomic<int> g_native_bf16{-1};
 std::atomic<int64_t> g_calls{0};
+std::atomic<int64_t> g_native_bf16_calls{0};
 }
 
 int64_t calls() { return g_calls.load(); }
+int64_t native_bf16_calls() { return g_native_bf16_calls.load(); }
 
 #ifndef MINIDL_HAS_DNNL
 bool compiled() { return false; }
 bool enabled() { return false; }
 void set_enabled(bool) {}
+bool native_bf16_supported() { return false; }
+bool native_bf16() { return false; }
+void set_native_bf16(bool) {}
 bool forward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Conv2dGeometry&, const Conversions&) {
   return false;
 }
@@ -82,6 +92,24 @@ bool enabled() {
 }
 void set_enabled(bool on) { g_enabled.store(on ? 1 : 0); }
 
+// oneDNN's own reading of the CPU (it honours ONEDNN_MAX_CPU_ISA): the ISA mask includes the
+// avx512_core_bf16 bits when it will run bf16 convolutions on vdpbf16ps rather than emulate them.
+bool native_bf16_supported() {
+  static const bool has = (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & dnnl_cpu_isa_avx512_core_bf16) ==
+                          static_cast<unsigned>(dnnl_cpu_isa_avx512_core_bf16);
+  return has;
+}
+bool native_bf16() {
+  int e = g_native_bf16.load(std::memory_order_relaxed);
+  if (e < 0) {
+    const char* v = std::getenv("MINIDL_DNNL_BF16");
+    e = v && std::strcmp(v, "0") == 0 ? 0 : 1;
+    g_native_bf16.store(e);
+  }
+  return e == 1 && enabled() && native_bf16_supported();
+}
+void set_native_bf16(bool on) { g_native_bf16.store(on ? 1 : 0); }
+
 namespace {
 using dnnl::memory;
 using tag = memory::format_tag;
@@ -94,33 +122,40 @@ dnnl::engine& engine() {
 
 enum class Pass { Forward, InputGrad, WeightGrad };
 
-// A geometry with the sub-batch one slot runs, plus the pass and whether a bias takes part.
-using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                       int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
-Key key_of(Pass p, const Conv2dGeometry& g, int64_t n, bool bias) {
-  return {static_cast<int>(p), n, g.C, g.H, g.W, g.O, g.kH, g.kW, g.OH, g.OW, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw,
-          g.groups, bias};
+// A geometry with the sub-batch one slot runs, plus the pass, the primitive's data type (f32, or
+// bf16 on native_bf16()) and whether a bias takes part.
+using Key = std::tuple<int, int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                       int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
+Key key_of(Pass p, dt type, const Conv2dGeometry& g, int64_t n, bool bias) {
+  return {static_cast<int>(p), static_cast<int>(type), n, g.C, g.H, g.W, g.O, g.kH, g.kW, g.OH, g.OW, g.sh, g.sw,
+          g.ph, g.pw, g.dh, g.dw, g.groups, bias};
 }
 
-// The plain (user) layouts of one slot's tensors, and oneDNN's description of the convolution.
+// The plain (user) layouts of one slot's tensors in the primitive's data type, and oneDNN's
+// description of the convolution. Weight and bias gradients are f32 in every case (the slots'
+// partial sums are added in f32).
 struct Plain {
-  memory::desc src, wei, dst, bias;
+  memory::desc src, wei, dst, bias, wei_grad;
   memory::dims strides, dilates, pad_l, pad_r;
 };
 
 // False when oneDNN's output-size rule cannot express the geometry (our bottom/right padding is
 // implied by OH/OW and may be "negative"; oneDNN wants pad_r >= 0 with the same floor division).
-bool describe(const Conv2dGeometry& g, int64_t n, Plain& p) {
+bool describe(const Conv2dGeometry& g, int64_t n, dt type, Plain& p) {
   const int64_t keh = (g.kH - 1) * g.dh + 1, kew = (g.kW - 1) * g.dw + 1;
   int64_t prh = (g.OH - 1) * g.sh + keh - g.H - g.ph, prw = (g.OW - 1) * g.sw + kew - g.W - g.pw;
   // Any pad_r in [need, need + stride - 1] gives the same output size: take the least >= 0.
   if (prh < 0) prh = prh + g.sh - 1 >= 0 ? 0 : -1;
   if (prw < 0) prw = prw + g.sw - 1 >= 0 ? 0 : -1;
   if (prh < 0 || prw < 0 || g.ph < 0 || g.pw < 0) return false;
-  p.src = memory::desc({n, g.C, g.H, g.W}, dt::f32, tag::nchw);
-  p.dst = memory::desc({n, g.O, g.OH, g.OW}, dt::f32, tag::nchw);
-  p.wei = g.groups == 1 ? memory::desc({g.O, g.C, g.kH, g.kW}, dt::f32, tag::oihw)
-                        : memory::desc({g.groups, g.O / g.groups, g.C / g.groups, g.kH, g.kW}, dt::f32, tag::goihw);
+  p.src = memory::desc({n, g.C, g.H, g.W}, type, tag::nchw);
+  p.dst = memory::desc({n, g.O, g.OH, g.OW}, type, tag::nchw);
+  auto weights = [&](dt t) {
+    return g.groups == 1 ? memory::desc({g.O, g.C, g.kH, g.kW}, t, tag::oihw)
+                         : memory::desc({g.groups, g.O / g.groups, g.C / g.groups, g.kH, g.kW}, t, tag::goihw);
+  };
+  p.wei = weights(type);
+  p.wei_grad = weights(dt::f32);
   p.bias = memory::desc({g.O}, dt::f32, tag::x);
   p.strides = {g.sh, g.sw};
   p.dilates = {g.dh - 1, g.dw - 1};
@@ -129,7 +164,7 @@ bool describe(const Conv2dGeometry& g, int64_t n, Plain& p) {
   return true;
 }
 
-memory::desc any_of(const memory::desc& d) { return memory::desc(d.dims(), dt::f32, tag::any); }
+memory::desc any_of(const memory::desc& d) { return memory::desc(d.dims(), d.data_type(), tag::any); }
 
 dnnl::primitive_attr user_scratchpad() {
   dnnl::primitive_attr a;
@@ -153,18 +188,18 @@ struct Cached {
   Plain plain;
 };
 
-// The primitive for (pass, geometry, sub-batch, bias), created on first use; null when oneDNN
-// has no implementation for it (remembered too).
-const Cached* lookup(Pass pass, const Conv2dGeometry& g, int64_t n, bool bias) {
+// The primitive for (pass, data type, geometry, sub-batch, bias), created on first use; null when
+// oneDNN has no implementation for it, or only its reference one in bf16 (remembered too).
+const Cached* lookup(Pass pass, dt type, const Conv2dGeometry& g, int64_t n, bool bias) {
   static std::mutex mu;
   static std::map<Key, std::unique_ptr<Cached>> cache;
-  const Key k = key_of(pass, g, n, bias);
+  const Key k = key_of(pass, type, g, n, bias);
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(k);
   if (it != cache.end()) return it->second.get();
   std::unique_ptr<Cached> c;
   Plain p;
-  if (describe(g, n, p)) {
+  if (describe(g, n, type, p)) {
     try {
       const auto fwd = forward_pd(p, bias);
       c = std::make_unique<Cached>();
@@ -181,14 +216,16 @@ const Cached* lookup(Pass pass, const Conv2dGeometry& g, int64_t n, bool bias) {
         c->prim = cb(pd);
       } else {
         using cw = dnnl::convolution_backward_weights;
-        const auto d = bias ? cw::desc(dnnl::algorithm::convolution_direct, any_of(p.src), any_of(p.wei), p.bias,
+        const auto d = bias ? cw::desc(dnnl::algorithm::convolution_direct, any_of(p.src), any_of(p.wei_grad), p.bias,
                                        any_of(p.dst), p.strides, p.dilates, p.pad_l, p.pad_r)
-                            : cw::desc(dnnl::algorithm::convolution_direct, any_of(p.src), any_of(p.wei), any_of(p.dst),
-                                       p.strides, p.dilates, p.pad_l, p.pad_r);
+                            : cw::desc(dnnl::algorithm::convolution_direct, any_of(p.src), any_of(p.wei_grad),
+                                       any_of(p.dst), p.strides, p.dilates, p.pad_l, p.pad_r);
         cw::primitive_desc pd(d, user_scratchpad(), engine(), fwd);
         c->pd = pd;
         c->prim = cw(pd);
       }
+      // oneDNN's reference bf16 kernels are plain loops, far slower than the widened f32 ones.
+      if (type == dt::bf16 && std::strncmp(c->pd.impl_info_str(), "ref", 3) == 0) c.reset();
     } catch (const dnnl::error&) {
       c.reset();  // unimplemented for this geometry: the caller takes its own path
     }
@@ -236,8 +273,11 @@ int64_t channel_block(const memory::desc& plain, const memory::desc& want) {
   return 0;
 }
 
-// A user operand in the layout `want`: the operand itself when it is f32 and the layouts agree,
-// else a copy in the role's buffer (read = true: converted and reordered now; false: reordered and
+// Whether a user operand of type `user` is stored as oneDNN's type `t` (f32 as f32, bf16 as bf16).
+bool stored_as(DType user, dt t) { return (user == DType::F32 && t == dt::f32) || (user == DType::BF16 && t == dt::bf16); }
+
+// A user operand in the layout `want`: the operand itself when its type is the primitive's and the
+// layouts agree, else a copy in the role's buffer (read = true: converted and reordered now; false: reordered and
 // converted back by write_back after the call). Images go to and from a channel-blocked layout
 // through the kernel set's channel-block copies (f16/bf16 converted in the same pass; f32 too, one
 // route for every dtype: in cache 1.4x oneDNN 2.6's reorder, inside a step both are bound by memory,
@@ -245,12 +285,14 @@ int64_t channel_block(const memory::desc& plain, const memory::desc& want) {
 // an f32 copy in the plain layout).
 struct Arg {
   // How the operand reaches `used`, chosen once for both directions.
+  // `plain` is in the primitive's type; f16/bf16 operands of an f32 primitive are converted.
   enum class Route {
-    Direct,   // f32 in the wanted layout: used is the user's buffer
-    Reorder,  // f32 to a layout other than nChw8c/nChw16c (weights): oneDNN's reorder
-    Flat,     // f16/bf16 in the wanted (plain) layout: a flat conversion
-    Blocked,  // any dtype to nChw8c/nChw16c: the channel-block copy (f16/bf16 converted in it)
-    Staged,   // f16/bf16 to any other layout: a flat conversion to plain f32, then oneDNN's reorder
+    Direct,   // the primitive's type in the wanted layout: used is the user's buffer
+    Reorder,  // the primitive's type to another layout (weights; any bf16 one): oneDNN's reorder
+    Flat,     // f16/bf16 for an f32 primitive, in the wanted (plain) layout: a flat conversion
+    Blocked,  // any dtype for an f32 primitive, to nChw8c/nChw16c: the channel-block copy
+    Staged,   // f16/bf16 for an f32 primitive, to any other layout: a flat conversion to plain f32,
+              // then oneDNN's reorder
   };
   memory::desc plain;
   Operand user;
@@ -262,10 +304,12 @@ struct Arg {
   Arg(const memory::desc& plain_md, Operand op, const memory::desc& want, Role role, dnnl::stream& s, bool read,
       const Conversions& conversions)
       : plain(plain_md), user(op), cv(conversions) {
-    const bool f32 = user.type == DType::F32;
-    if (plain == want) route = f32 ? Route::Direct : Route::Flat;
+    const bool same = stored_as(user.type, plain.data_type());
+    if (!same && plain.data_type() != dt::f32)
+      MINIDL_FAIL("conv2d (oneDNN)", "a ", dtype_name(user.type), " operand cannot feed a bf16 primitive");
+    if (plain == want) route = same ? Route::Direct : Route::Flat;
     else if ((block = channel_block(plain, want))) route = Route::Blocked;
-    else route = f32 ? Route::Reorder : Route::Staged;
+    else route = same ? Route::Reorder : Route::Staged;
     used = route == Route::Direct ? memory(plain, engine(), user.mutable_data())
                                   : memory(want, engine(), buffer(role, want.get_size()));
     if (!read) return;
@@ -332,10 +376,11 @@ int slots_for(int64_t n) {
 
 // The primitive of `pass` for each slot's sub-batch (as the slots split g.N); false when one is
 // missing (checked for every distinct sub-batch before anything runs).
-bool slot_primitives(Pass pass, const Conv2dGeometry& g, bool bias, int slots, std::vector<const Cached*>& per) {
+bool slot_primitives(Pass pass, dt type, const Conv2dGeometry& g, bool bias, int slots,
+                     std::vector<const Cached*>& per) {
   SingleOmpThread one;  // primitive creation plans for the thread count it sees
   per.resize(slots);
-  for (int s = 0; s < slots; ++s) per[s] = lookup(pass, g, g.N * (s + 1) / slots - g.N * s / slots, bias);
+  for (int s = 0; s < slots; ++s) per[s] = lookup(pass, type, g, g.N * (s + 1) / slots - g.N * s / slots, bias);
   for (const Cached* c : per)
     if (!c) return false;
   return true;
@@ -344,7 +389,7 @@ bool slot_primitives(Pass pass, const Conv2dGeometry& g, bool bias, int slots, s
 // Runs f(slot, first image, images, stream) for each slot on minidl's pool, with OpenMP limited to
 // the calling thread inside (oneDNN then opens no parallel region).
 template <class F>
-void on_slots(const Conv2dGeometry& g, int slots, F&& f) {
+void on_slots(dt type, const Conv2dGeometry& g, int slots, F&& f) {
   parallel_chunks(slots, [&](int64_t s) {
     SingleOmpThread one;
     thread_local dnnl::stream stream(engine());
@@ -353,15 +398,16 @@ void on_slots(const Conv2dGeometry& g, int slots, F&& f) {
     stream.wait();
   });
   g_calls.fetch_add(1);
+  if (type == dt::bf16) g_native_bf16_calls.fetch_add(1);
 }
 
 // Runs f(slot, first image, images, primitive, stream) for each slot; false when the primitive for
 // a slot's sub-batch is missing.
 template <class F>
-bool run_slots(Pass pass, const Conv2dGeometry& g, bool bias, int slots, F&& f) {
+bool run_slots(Pass pass, dt type, const Conv2dGeometry& g, bool bias, int slots, F&& f) {
   std::vector<const Cached*> per;
-  if (!slot_primitives(pass, g, bias, slots, per)) return false;
-  on_slots(g, slots, [&](int s, int64_t n0, int64_t n, dnnl::stream& stream) { f(s, n0, n, *per[s], stream); });
+  if (!slot_primitives(pass, type, g, bias, slots, per)) return false;
+  on_slots(type, g, slots, [&](int s, int64_t n0, int64_t n, dnnl::stream& stream) { f(s, n0, n, *per[s], stream); });
   return true;
 }
 
@@ -400,12 +446,12 @@ memory scratchpad(const Cached& c) {
 }
 memory::desc want(const Cached& c, dnnl::query q) { return c.pd.query_md(q); }
 
-// x, w, y: f32 or f16/bf16 (oneDNN 2.6 has no f16 and, below AVX-512, no bf16 convolution: they
-// run on its f32 one, converted inside the reorders); b: f32 or undefined.
-bool forward_slots(Operand y, Operand x, Operand w, const Tensor& b, const Conv2dGeometry& g, int slots,
+// x, w, y: f32 or f16/bf16 (on an f32 primitive converted inside the reorders; bf16 on a bf16 one
+// reordered as it is); b: f32 or undefined.
+bool forward_slots(dt type, Operand y, Operand x, Operand w, const Tensor& b, const Conv2dGeometry& g, int slots,
                    const Conversions& cv) {
   const bool bias = b.defined();
-  return run_slots(Pass::Forward, g, bias, slots, [&](int, int64_t n0, int64_t, const Cached& c, dnnl::stream& s) {
+  return run_slots(Pass::Forward, type, g, bias, slots, [&](int, int64_t n0, int64_t, const Cached& c, dnnl::stream& s) {
     const Plain& p = c.plain;
     Arg src(p.src, x.at(n0 * g.C * g.H * g.W), want(c, dnnl::query::src_md), kIn0, s, true, cv);
     Arg wei(p.wei, w, want(c, dnnl::query::weights_md), kWeights, s, true, cv);
@@ -419,10 +465,10 @@ bool forward_slots(Operand y, Operand x, Operand w, const Tensor& b, const Conv2
 }
 
 // gx: f32, or f16/bf16 when there is no bias b (conv_transpose2d's, added in f32 afterwards).
-bool input_grad_slots(Operand gx, Operand gy, Operand w, const Tensor& b, const Conv2dGeometry& g, int slots,
-                      const Conversions& cv) {
+bool input_grad_slots(dt type, Operand gx, Operand gy, Operand w, const Tensor& b, const Conv2dGeometry& g,
+                      int slots, const Conversions& cv) {
   const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
-  return run_slots(Pass::InputGrad, g, false, slots, [&](int, int64_t n0, int64_t n, const Cached& c, dnnl::stream& s) {
+  return run_slots(Pass::InputGrad, type, g, false, slots, [&](int, int64_t n0, int64_t n, const Cached& c, dnnl::stream& s) {
     const Plain& p = c.plain;
     const Operand gx_slot = gx.at(n0 * g.C * g.H * g.W);
     Arg diff_dst(p.dst, gy.at(n0 * g.O * g.OH * g.OW), want(c, dnnl::query::diff_dst_md), kIn0, s, true, cv);
@@ -476,7 +522,7 @@ void weight_grad_slot(const Cached& c, Operand x, Operand gy, const memory* diff
   const memory::desc dst_md = want(c, dnnl::query::diff_dst_md);
   std::optional<Arg> own;
   if (!diff_dst || diff_dst->get_desc() != dst_md) own.emplace(p.dst, gy, dst_md, kIn0, s, true, cv);
-  Arg diff_wei(p.wei, {wdst, DType::F32}, want(c, dnnl::query::diff_weights_md), kWeights, s, false, cv);
+  Arg diff_wei(p.wei_grad, {wdst, DType::F32}, want(c, dnnl::query::diff_weights_md), kWeights, s, false, cv);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src.used}, {DNNL_ARG_DIFF_DST, own ? own->used : *diff_dst},
                                        {DNNL_ARG_DIFF_WEIGHTS, diff_wei.used}, {DNNL_ARG_SCRATCHPAD, scratchpad(c)}};
   if (bdst) args[DNNL_ARG_DIFF_BIAS] = memory(p.bias, engine(), bdst);
@@ -485,10 +531,10 @@ void weight_grad_slot(const Cached& c, Operand x, Operand gy, const memory* diff
 }
 
 // gw, gb: f32 (the slots' partial sums are added in f32); x, gy: f32 or f16/bf16.
-bool weight_grad_slots(const Tensor& gw, const Tensor& gb, Operand x, Operand gy, const Conv2dGeometry& g, int slots,
-                       const Conversions& cv) {
+bool weight_grad_slots(dt type, const Tensor& gw, const Tensor& gb, Operand x, Operand gy, const Conv2dGeometry& g,
+                       int slots, const Conversions& cv) {
   WeightGradSums sums(gw, gb, slots);
-  const bool ok = run_slots(Pass::WeightGrad, g, gb.defined(), slots, [&](int slot, int64_t n0, int64_t, const Cached& c, dnnl::stream& s) {
+  const bool ok = run_slots(Pass::WeightGrad, type, g, gb.defined(), slots, [&](int slot, int64_t n0, int64_t, const Cached& c, dnnl::stream& s) {
     weight_grad_slot(c, x.at(n0 * g.C * g.H * g.W), gy.at(n0 * g.O * g.OH * g.OW), nullptr, sums.weights(slot),
                      sums.bias(slot), s, cv);
   });
@@ -498,14 +544,14 @@ bool weight_grad_slots(const Tensor& gw, const Tensor& gb, Operand x, Operand gy
 
 // Both gradients per slot, gy reordered (or widened) once for the two primitives. gx: f32 or
 // f16/bf16; gw, gb: f32.
-bool backward_slots(Operand gx, const Tensor& gw, const Tensor& gb, Operand x, Operand gy, Operand w,
+bool backward_slots(dt type, Operand gx, const Tensor& gw, const Tensor& gb, Operand x, Operand gy, Operand w,
                     const Conv2dGeometry& g, int slots, const Conversions& cv) {
   std::vector<const Cached*> data_pass, weight_pass;
-  if (!slot_primitives(Pass::InputGrad, g, false, slots, data_pass) ||
-      !slot_primitives(Pass::WeightGrad, g, gb.defined(), slots, weight_pass))
+  if (!slot_primitives(Pass::InputGrad, type, g, false, slots, data_pass) ||
+      !slot_primitives(Pass::WeightGrad, type, g, gb.defined(), slots, weight_pass))
     return false;
   WeightGradSums sums(gw, gb, slots);
-  on_slots(g, slots, [&](int slot, int64_t n0, int64_t, dnnl::stream& s) {
+  on_slots(type, g, slots, [&](int slot, int64_t n0, int64_t, dnnl::stream& s) {
     const Cached& c = *data_pass[slot];
     const Plain& p = c.plain;
     const Operand gy_slot = gy.at(n0 * g.O * g.OH * g.OW);
@@ -524,21 +570,36 @@ bool backward_slots(Operand gx, const Tensor& gw, const Tensor& gb, Operand x, O
   sums.add_partials();
   return true;
 }
+
+// Runs f(type) with the bf16 primitives when every operand is bf16 and native_bf16(), and with the
+// f32 ones when that is not so or oneDNN has no native kernel for the geometry (nothing has run
+// then: the slot primitives are all looked up first).
+template <class F>
+bool on_primitives(std::initializer_list<DType> operands, F&& f) {
+  bool bf16 = native_bf16();
+  for (DType d : operands) bf16 = bf16 && d == DType::BF16;
+  return (bf16 && f(dt::bf16)) || f(dt::f32);
+}
 }  // namespace
 
 bool forward(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dGeometry& g,
              const Conversions& cv) {
   const int slots = slots_for(Pass::Forward, x, g);
-  return slots > 0 && forward_slots(operand(y), operand(x), operand(w), f32(b), g, slots, cv);
+  return slots > 0 && on_primitives({y.dtype(), x.dtype(), w.dtype()}, [&](dt type) {
+    return forward_slots(type, operand(y), operand(x), operand(w), f32(b), g, slots, cv);
+  });
 }
 
 bool input_grad(const Tensor& gx, const Tensor& gy, const Tensor& w, const Tensor& b, const Conv2dGeometry& g,
                 const Conversions& cv) {
   const int slots = slots_for(Pass::InputGrad, gy, g);
   if (slots == 0) return false;
-  if (!b.defined()) return input_grad_slots(operand(gx), operand(gy), operand(w), Tensor(), g, slots, cv);
+  if (!b.defined())
+    return on_primitives({gx.dtype(), gy.dtype(), w.dtype()}, [&](dt type) {
+      return input_grad_slots(type, operand(gx), operand(gy), operand(w), Tensor(), g, slots, cv);
+    });
   return widened(gx, Tensor(), [&](const Tensor& gx32, const Tensor&) {
-    return input_grad_slots(operand(gx32), operand(gy), operand(w), f32(b), g, slots, cv);
+    return input_grad_slots(dt::f32, operand(gx32), operand(gy), operand(w), f32(b), g, slots, cv);
   });
 }
 
@@ -546,7 +607,9 @@ bool weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, const Tens
                  const Conversions& cv) {
   const int slots = slots_for(Pass::WeightGrad, x, g);
   return slots > 0 && widened(gw, gb, [&](const Tensor& gw32, const Tensor& gb32) {
-    return weight_grad_slots(gw32, gb32, operand(x), operand(gy), g, slots, cv);
+    return on_primitives({x.dtype(), gy.dtype()}, [&](dt type) {
+      return weight_grad_slots(type, gw32, gb32, operand(x), operand(gy), g, slots, cv);
+    });
   });
 }
 
@@ -555,7 +618,9 @@ bool backward(const Tensor& gx, const Tensor& gw, const Tensor& gb, const Tensor
   // Joint only where oneDNN takes both passes; otherwise the caller runs each pass on its own path.
   const int slots = std::min(slots_for(Pass::InputGrad, gy, g), slots_for(Pass::WeightGrad, x, g));
   return slots > 0 && widened(gw, gb, [&](const Tensor& gw32, const Tensor& gb32) {
-    return backward_slots(operand(gx), gw32, gb32, operand(x), operand(gy), operand(w), g, slots, cv);
+    return on_primitives({gx.dtype(), x.dtype(), gy.dtype(), w.dtype()}, [&](dt type) {
+      return backward_slots(type, operand(gx), gw32, gb32, operand(x), operand(gy), operand(w), g, slots, cv);
+    });
   });
 }
 #endif

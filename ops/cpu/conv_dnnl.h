@@ -1,7 +1,8 @@
 // 2-D convolution on oneDNN (Debian's libdnnl, the primitive library PyTorch's CPU convolution
 // uses), tried first by the CPU conv kernels (ops/cpu/conv.cpp) when the build found it
-// (MINIDL_DNNL). f32 runs on oneDNN's f32 primitives; f16/bf16 are widened to f32 for them and the
-// results narrowed, inside the reorders to and from oneDNN's layouts. Each function returns false when it does not take the call (oneDNN absent or
+// (MINIDL_DNNL). f32 runs on oneDNN's f32 primitives, bf16 on its bf16 ones where the CPU has
+// AVX512_BF16 (native_bf16()); otherwise f16/bf16 are widened to f32 for them and the results
+// narrowed, inside the reorders to and from oneDNN's layouts. Each function returns false when it does not take the call (oneDNN absent or
 // switched off, f64, a batch smaller than the thread count, a geometry oneDNN refuses); the caller
 // then runs its own im2col + GEMM path. Why and how much: bench/README.md, "performance log".
 #pragma once
@@ -20,6 +21,16 @@ void set_enabled(bool on);
 // Kernel calls oneDNN has taken so far (a forward, an input or weight gradient, or a joint
 // backward: one each), so tests can tell that a call really took this path.
 int64_t calls();
+
+// Whether bf16 convolutions run on oneDNN's bf16 primitives (vdpbf16ps: products of bf16 pairs
+// summed in f32, then rounded once, as the widened path) rather than widened to its f32 ones:
+// native_bf16_supported() when oneDNN finds AVX512_BF16 on this CPU (Zen 4/5, Cooper Lake, Sapphire
+// Rapids), native_bf16() when that holds, enabled() holds and it is not switched off by
+// MINIDL_DNNL_BF16=0 or set_native_bf16(false). native_bf16_calls() counts the calls that ran so.
+bool native_bf16_supported();
+bool native_bf16();
+void set_native_bf16(bool on);
+int64_t native_bf16_calls();
 
 // The f16/bf16 <-> f32 conversions and channel-block copies of the calling kernel set
 // (ops/cpu/convert.h; this file is built once, the kernel sets once per instruction set, so they
