@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "ops/cpu/loops.h"
+#include "ops/cpu/thread_buffer.h"
 #include "ops/ops.h"
 #endif
 
@@ -238,20 +239,8 @@ const Cached* lookup(Pass pass, dt type, const Conv2dGeometry& g, int64_t n, boo
 // memory took 11.7 ms, 0.7 GB/s; DNNL_VERBOSE, one thread).
 enum Role { kIn0, kIn1, kWeights, kOut, kScratch, kStaging, kRoles };
 void* buffer(Role r, size_t bytes) {
-  struct Buf {
-    void* p = nullptr;
-    size_t cap = 0;
-    ~Buf() { std::free(p); }
-  };
-  thread_local Buf bufs[kRoles];
-  Buf& b = bufs[r];
-  if (b.cap < bytes) {
-    std::free(b.p);
-    b.cap = (bytes + 63) / 64 * 64;
-    b.p = std::aligned_alloc(64, b.cap);
-    if (!b.p) throw std::bad_alloc();
-  }
-  return b.p;
+  thread_local ThreadBuffer bufs[kRoles];
+  return bufs[r].reserve(bytes);
 }
 
 // One operand of a slot: its data and dtype, f32 or f16/bf16 (converted on the way in and out).

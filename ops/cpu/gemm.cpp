@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ops/cpu/gemm.h"
+#include "ops/cpu/gemm_blocking.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/scalar.h"
 #include "ops/cpu/widening_gemm.h"
@@ -37,14 +38,14 @@ MatrixRef<T> operand(const T* p, int64_t rows, int64_t cols, int64_t rs, int64_t
 // c[m x n] += alpha * a[m x k] * b[k x n], sequential; c is row-major (COrder = RowMajor) or
 // column-major with leading dim ldc. Eigen's general_matrix_matrix_product is the kernel behind
 // Matrix::operator*; called directly it takes any strides and storage orders, never threads
-// (info = null), and makes no temporaries. f16/bf16 operands (S) with an f32 result (T) take the
-// same loop with operands widened while packed (widening_gemm.h).
+// (info = null), and packs into the thread's kept panels (gemm_blocking.h). f16/bf16 operands (S)
+// with an f32 result (T) take the same loop with operands widened while packed (widening_gemm.h).
 template <class S, class T, int AOrder, int BOrder, int COrder>
 void gemm_serial_typed(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b, T* c, int64_t ldc, T alpha) {
   using Eigen::Index;
   using namespace Eigen::internal;
   if constexpr (std::is_same_v<S, T>) {
-    gemm_blocking_space<COrder, T, T, Eigen::Dynamic, Eigen::Dynamic, Eigen::Dynamic> blocking(m, n, k, 1, true);
+    ReusedBlocking<COrder, T> blocking(m, n, k);
     general_matrix_matrix_product<Index, T, AOrder, false, T, BOrder, false, COrder, 1>::run(
         m, n, k, a.data, a.ld, b.data, b.ld, c, 1, ldc, alpha, blocking, nullptr);
   } else {

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "framework/half.h"
+#include "ops/cpu/gemm_blocking.h"
 
 namespace minidl::kernels::cpu::widening {
 
@@ -106,15 +107,14 @@ void gemm_colmajor(Index rows, Index cols, Index depth, const S* lhs_data, Index
   const RhsMapper rhs(rhs_data, rhs_stride);
   const ResMapper res(res_data, res_stride, 1);
 
-  gemm_blocking_space<Eigen::ColMajor, float, float, Eigen::Dynamic, Eigen::Dynamic, Eigen::Dynamic> blocking(
-      rows, cols, depth, 1, true);
+  ReusedBlocking<Eigen::ColMajor, float> blocking(rows, cols, depth);
   const Index kc = blocking.kc(), mc = std::min(rows, blocking.mc()), nc = std::min(cols, blocking.nc());
   gemm_pack_lhs<float, Index, LhsMapper, Traits::mr, Traits::LhsProgress, typename Traits::LhsPacket4Packing, LhsOrder>
       pack_lhs;
   gemm_pack_rhs<float, Index, RhsMapper, Traits::nr, RhsOrder> pack_rhs;
   gebp_kernel<float, float, Index, ResMapper, Traits::mr, Traits::nr, false, false> gebp;
-  // On the stack up to EIGEN_STACK_ALLOCATION_LIMIT, else on the heap, as Eigen's own loop does
-  // (the macro names Eigen's `internal` unqualified).
+  // The thread's kept panels (gemm_blocking.h), as in Eigen's own loop through the same macro (it
+  // names Eigen's `internal` unqualified).
   namespace internal = Eigen::internal;
   ei_declare_aligned_stack_constructed_variable(float, block_a, static_cast<size_t>(kc * mc), blocking.blockA());
   ei_declare_aligned_stack_constructed_variable(float, block_b, static_cast<size_t>(kc * nc), blocking.blockB());
