@@ -20,8 +20,10 @@ set(MINIDL_CPU_DISPATCH AUTO CACHE STRING
 set_property(CACHE MINIDL_CPU_DISPATCH PROPERTY STRINGS AUTO ON OFF)
 
 # Files of ops/cpu built once whatever the mode: one thread pool for the process (parallel.cpp);
-# oneDNN's convolution, which chooses its own code at run time (conv_dnnl.cpp).
-set(MINIDL_CPU_SHARED_SOURCES ${PROJECT_SOURCE_DIR}/ops/cpu/parallel.cpp ${PROJECT_SOURCE_DIR}/ops/cpu/conv_dnnl.cpp)
+# oneDNN's convolution and bf16 matmul, which choose their own code at run time (conv_dnnl.cpp,
+# matmul_dnnl.cpp).
+set(MINIDL_CPU_SHARED_SOURCES ${PROJECT_SOURCE_DIR}/ops/cpu/parallel.cpp ${PROJECT_SOURCE_DIR}/ops/cpu/conv_dnnl.cpp
+    ${PROJECT_SOURCE_DIR}/ops/cpu/matmul_dnnl.cpp)
 
 set(MINIDL_HAS_CPU_DISPATCH OFF)
 set(reason "MINIDL_CPU_DISPATCH=OFF")

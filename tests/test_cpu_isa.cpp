@@ -14,6 +14,7 @@
 
 #include "framework/cpu_features.h"
 #include "framework/half.h"
+#include "ops/cpu/conv_dnnl.h"
 #include "ops/cpu_isa.h"
 #include "ops/kernels.h"
 #include "ops/ops.h"
@@ -209,6 +210,12 @@ TEST_CASE("every CPU kernel set multiplies f16/bf16 matrices bit for bit as the 
   };
   const Shape shapes[] = {{37, 129, 45}, {13, 1100, 29}, {700, 300, 96}, {257, 64, 10}, {1, 7, 1}};
   unsigned seed = 40;
+  // The widening path itself: bf16 products on oneDNN's bf16 matmul (AVX512_BF16 CPUs) sum in
+  // another order and are checked against it in test_low_precision.
+  struct WidenBf16 {
+    WidenBf16() { kernels::cpu::dnnl_conv::set_native_bf16(false); }
+    ~WidenBf16() { kernels::cpu::dnnl_conv::set_native_bf16(true); }
+  } widen;
   for (K::CpuIsa isa : runnable_sets()) {
     const K::Registry r = tables_of(isa);
     for (DType dt : {DType::F16, DType::BF16}) {

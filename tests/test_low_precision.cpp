@@ -14,6 +14,8 @@
 #include <sstream>
 
 #include "framework/half.h"
+#include "ops/cpu/conv_dnnl.h"
+#include "ops/cpu/matmul_dnnl.h"
 #include "minidl.h"
 
 using namespace minidl;
@@ -481,6 +483,67 @@ TEST_CASE("f16/bf16 matmul accumulates in f32: error within eps/2 of the result 
   Tensor a = full({1, 4}, 200, DType::F16), b = full({4, 1}, 200, DType::F16);
   CHECK(std::isinf(mm(a, b).item()));
   CHECK(mm(a.to(DType::BF16), b.to(DType::BF16)).item() == 159744);  // 160,000 rounded to bf16 (spacing 1024)
+}
+
+// Where the CPU has AVX512_BF16, bf16 products run on oneDNN's bf16 matmul (ops/cpu/matmul_dnnl.h);
+// the test above checks them against f64, this one against the widened f32 GEMM they replace, in
+// every layout and with alpha and beta, and that they really ran there.
+TEST_CASE("bf16 products on oneDNN's bf16 matmul match the widened f32 GEMM", "[low_precision][linear][dnnl]") {
+  namespace dc = kernels::cpu::dnnl_conv;
+  struct Restore {
+    ~Restore() { dc::set_native_bf16(true); }
+  } restore;
+  dc::set_native_bf16(true);
+  if (!dc::native_bf16()) {
+    WARN("skipped: oneDNN finds no AVX512_BF16 on this CPU (or was not built in)");
+    return;
+  }
+  const double eps = traits(DType::BF16).eps;
+  uint64_t seed = 4200;
+  // The MLP's products (fc1 forward, its weight gradient through transposed views, the 10-class
+  // head), odd sizes, and one product the slabs of two threads split.
+  const std::vector<std::array<int64_t, 3>> sizes = {{128, 784, 256}, {256, 128, 784}, {128, 256, 10}, {40, 90, 80}, {300, 200, 500}};
+  for (auto [m, k, n] : sizes) {
+    for (int layout = 0; layout < 4; ++layout) {
+      INFO(m << "x" << k << "x" << n << ", layout " << layout);
+      Tensor a = rand_low({m, k}, -1, 1, seed++, DType::BF16).first;
+      Tensor b = rand_low({k, n}, -1, 1, seed++, DType::BF16).first;
+      Tensor bias = rand_low({m, n}, -1, 1, seed++, DType::BF16).first;
+      if (layout & 1) a = a.t().contiguous().t();  // column-major views
+      if (layout & 2) b = b.t().contiguous().t();
+      auto both = [&](const std::function<Tensor()>& f) {
+        const int64_t before = kernels::cpu::dnnl_matmul::calls();
+        Tensor native = f();
+        CHECK(kernels::cpu::dnnl_matmul::calls() > before);
+        dc::set_native_bf16(false);
+        const int64_t widened_before = kernels::cpu::dnnl_matmul::calls();
+        Tensor widened = f();
+        CHECK(kernels::cpu::dnnl_matmul::calls() == widened_before);
+        dc::set_native_bf16(true);
+        // Both sum f32 products (exact for bf16 pairs) in f32 and round once to bf16: they differ by
+        // the f32 sums' order, so by at most an ulp of bf16 where a sum lands near a rounding tie.
+        const double scale = max(abs(widened.to(DType::F32))).item();
+        CHECK(native.dtype() == DType::BF16);
+        CHECK(max(abs(native.to(DType::F32) - widened.to(DType::F32))).item() <= 2 * eps * scale);
+      };
+      both([&] { return mm(a, b); });
+      both([&] { return addmm(bias, a, b, 0.5, 2.0); });
+      both([&] { return bmm(a.unsqueeze(0).expand({2, m, k}), b.unsqueeze(0).expand({2, k, n})); });
+    }
+  }
+  // NaN and inf propagate as in f32; subnormal bf16 inputs count as zero (vdpbf16ps), where the
+  // widened path keeps them: the documented difference.
+  std::vector<float> ones(64 * 64, 1.0f);
+  ones[0] = std::numeric_limits<float>::quiet_NaN();   // row 0
+  ones[64] = std::numeric_limits<float>::infinity();  // row 1
+  Tensor a = from_vector(ones, {64, 64}).to(DType::BF16), b = full({64, 64}, 1.0, DType::BF16);
+  const Vec c = mm(a, b).to_vector<double>();
+  CHECK(std::isnan(c[0 * 64 + 5]));
+  CHECK(std::isinf(c[1 * 64 + 5]));
+  CHECK(c[2 * 64 + 5] == 64);
+  Tensor tiny = full({64, 64}, 1e-39, DType::BF16);  // subnormal in bf16 (min normal 1.18e-38)
+  CHECK(tiny.to_vector<double>()[0] > 0);
+  CHECK(max(abs(mm(tiny, b).to(DType::F32))).item() == 0);
 }
 
 TEST_CASE("casts to low precision and back are differentiable: gradients come back in the source dtype", "[low_precision][autograd]") {

@@ -43,6 +43,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ops/cpu/dnnl_common.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/thread_buffer.h"
 #include "ops/ops.h"
@@ -116,10 +117,7 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
+dnnl::engine& engine() { return dnnl_engine(); }
 
 enum class Pass { Forward, InputGrad, WeightGrad };
 
@@ -347,14 +345,6 @@ struct Arg {
   int64_t pixels() const { return plain.dims()[2] * plain.dims()[3]; }
 };
 
-// The calling thread's OpenMP thread count set to 1 for a scope (oneDNN reads it when it plans and
-// runs a primitive).
-struct SingleOmpThread {
-  int outer = omp_get_max_threads();
-  SingleOmpThread() { omp_set_num_threads(1); }
-  ~SingleOmpThread() { omp_set_num_threads(outer); }
-};
-
 // Slots for a batch of n images, as the im2col path counts them (conv.cpp's image_slots); 0 when
 // the batch is smaller than the thread count (that path splits each GEMM across threads instead).
 int slots_for(int64_t n) {
@@ -381,7 +371,7 @@ template <class F>
 void on_slots(dt type, const Conv2dGeometry& g, int slots, F&& f) {
   parallel_chunks(slots, [&](int64_t s) {
     SingleOmpThread one;
-    thread_local dnnl::stream stream(engine());
+    dnnl::stream& stream = dnnl_thread_stream();
     const int64_t n0 = g.N * s / slots, n1 = g.N * (s + 1) / slots;
     f(static_cast<int>(s), n0, n1 - n0, stream);
     stream.wait();

@@ -16,6 +16,7 @@
 #include "ops/cpu/gemm.h"
 #include "ops/cpu/gemm_blocking.h"
 #include "ops/cpu/loops.h"
+#include "ops/cpu/matmul_dnnl.h"
 #include "ops/cpu/scalar.h"
 #include "ops/cpu/widening_gemm.h"
 #include "ops/kernels.h"
@@ -75,6 +76,9 @@ constexpr int64_t kNarrowN = 24;
 template <class S, class T = S>
 void gemm_serial(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b, T* c, int64_t ldc, T alpha, T beta) {
   if (m == 0 || n == 0) return;
+  if constexpr (std::is_same_v<S, bfloat16> && std::is_same_v<T, float>) {
+    if (dnnl_matmul::gemm_bf16(m, n, k, a, b, c, ldc, alpha, beta)) return;  // AVX512_BF16 CPUs
+  }
   if (k > 0 && n < kNarrowN && m >= 4 * n) {
     std::vector<T> t(static_cast<size_t>(m * n), T(0));
     gemm_dispatch<S, T, Eigen::ColMajor>(m, n, k, a, b, t.data(), m, alpha);
@@ -99,11 +103,29 @@ void gemm_serial(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b
 // the smaller operand), otherwise columns (each thread packs all of a). Slab edges fall on
 // multiples of 48 (Eigen's AVX-512 f32 micro-panel is 48 x 4), so no thread gets ragged panels
 // it would not have had anyway.
+//
+// bf16 products on oneDNN's bf16 matmul (matmul_dnnl.h) run on its fast kernel only with dense
+// operands: a slab of rows of a row-major a (and of c) is dense, a slab of columns, or of rows of a
+// column-major a, is not and takes its jit GEMM, 2-2.6x slower per slab than the brgemm kernel
+// (ONEDNN_VERBOSE, MLP b128 step, 2 threads: slower than the whole product on one thread). Such
+// products are cut into row slabs of multiples of 16 rows, or not cut: the first slab's thread runs
+// the whole product.
 template <class S, class T = S>
 void gemm_slab(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b, T* c, int64_t ldc, T alpha, T beta,
                int64_t slab, int64_t slabs) {
-  constexpr int64_t kAlign = 48;
-  const bool rows = m >= n;
+  int64_t kAlign = 48;
+  bool rows = m >= n;
+  if constexpr (std::is_same_v<S, bfloat16>) {
+    if (dnnl_matmul::takes_bf16()) {
+      constexpr int64_t kRowAlign = 16;
+      if (!a.row_major || m < 2 * kRowAlign) {
+        if (slab == 0) gemm_serial(m, n, k, a, b, c, ldc, alpha, beta);
+        return;
+      }
+      rows = true;
+      kAlign = kRowAlign;
+    }
+  }
   const int64_t len = rows ? m : n;
   int64_t chunk = (len + slabs - 1) / slabs;
   chunk = std::min(len, (chunk + kAlign - 1) / kAlign * kAlign);

@@ -1,0 +1,28 @@
+// bf16 matrix products on oneDNN's bf16 matmul where the CPU has AVX512_BF16 (vdpbf16ps: products
+// of bf16 pairs summed in f32), tried first by the CPU GEMM (ops/cpu/gemm.cpp) for bf16 operands.
+// Elsewhere, or switched off, bf16 operands are widened to f32 as Eigen packs them. One switch for
+// oneDNN's bf16 convolution and matmul: dnnl_conv::native_bf16() (MINIDL_DNNL_BF16=0 or
+// set_native_bf16(false) turns both off). Why and how much: bench/README.md, performance log 17.
+#pragma once
+#include <cstdint>
+
+#include "framework/half.h"
+#include "ops/cpu/gemm.h"
+
+namespace minidl::kernels::cpu::dnnl_matmul {
+
+// c[m x n] (f32, row-major with leading dim ldc) = alpha * a[m x k] * b[k x n] + beta * c, with bf16
+// a and b, on the calling thread alone; beta == 0 never reads c. False when it does not take the
+// product (no oneDNN, native_bf16() off, a product too small to pay for the call, a layout oneDNN
+// refuses): the caller multiplies it itself. Like every vdpbf16ps kernel, subnormal bf16 inputs
+// count as zero (PyTorch's oneDNN bf16 matmul does the same).
+bool gemm_bf16(int64_t m, int64_t n, int64_t k, MatrixRef<bfloat16> a, MatrixRef<bfloat16> b, float* c, int64_t ldc,
+               float alpha, float beta);
+
+// Whether gemm_bf16 takes bf16 products at all now (oneDNN built in, dnnl_conv::native_bf16()).
+bool takes_bf16();
+
+// Products that ran on oneDNN, so tests can tell that a call really took this path.
+int64_t calls();
+
+}  // namespace minidl::kernels::cpu::dnnl_matmul
