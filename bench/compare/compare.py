@@ -138,6 +138,13 @@ def main():
     flops = json.loads(run_process([PYTHON, TORCH_SCRIPT, "--flops"]).strip().splitlines()[-1])
     print(f"CPU: {cpu}; FMA-loop peak ({fma['isa']}): {fma['peak_gflops_1t']:.0f} GFLOP/s per core, "
           f"{fma['peak_gflops_nt']:.0f} on 2 threads; load average {os.getloadavg()[0]:.1f}", flush=True)
+    # A baseline on netlib's reference BLAS (what Debian's libblas.so.3 alternative is when OpenBLAS
+    # is not installed) runs PyTorch's f32 linear layers ~50x slower: not a fair baseline.
+    blas = json.loads(run_process([PYTHON, TORCH_SCRIPT, "--blas"]).strip().splitlines()[-1])
+    print(f"PyTorch's BLAS: {', '.join(blas)}", flush=True)
+    if any("openblas" not in b for b in blas if b.startswith("/")):
+        sys.exit("compare.py: PyTorch runs on the reference BLAS; install OpenBLAS (apt-get install "
+                 "libopenblas0-pthread; bench/compare/run.sh does) for a fair baseline")
 
     # 1. PyTorch's best configuration per model: short f32 runs (best of 2) of every setting, one
     # process per environment (the variables are read at start-up), thread counts inside it.
@@ -233,6 +240,7 @@ def main():
              f"each workload its own process; minidl on its default threads ({rows[0]['minidl']['threads']}).",
              "PyTorch settings (best f32 samples/s of the searched ones, also used for bf16): " +
              "; ".join(f"{m}: {env_label(best[m][1], best[m][2])}" for m in models) + ".",
+             f"PyTorch's BLAS: {', '.join(blas)}.",
              "FLOPs: 3 x the forward's conv/linear multiply-adds x 2 (bench/compare/torch_models.py)."]
     text = "\n".join(notes) + "\n\n" + "\n".join(lines) + "\n"
     if a.scaling:

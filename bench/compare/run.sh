@@ -8,7 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/bootstrap.sh
-minidl_need_packages python3-torch
+# OpenBLAS: Debian's torch multiplies through the libblas.so.3 alternative, which is netlib's
+# reference BLAS (~50x slower in f32) unless OpenBLAS is installed; compare.py checks which it got.
+minidl_need_packages python3-torch libopenblas0-pthread
 BUILD="${MINIDL_COMPARE_BUILD:-build-compare}"
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMINIDL_CUDA=OFF -DMINIDL_MPI=OFF -DMINIDL_BUILD_TESTS=OFF \
   ${CMAKE_CXX_COMPILER_LAUNCHER:+-DCMAKE_CXX_COMPILER_LAUNCHER=$CMAKE_CXX_COMPILER_LAUNCHER} >/dev/null

@@ -16,6 +16,7 @@ import time
 START = time.perf_counter()  # before `import torch`: the import is part of the time to the first step
 
 import json
+import os
 import sys
 
 import torch
@@ -169,9 +170,20 @@ def run_one(name, precision, steps, reps, threads, quiet=False):
                       "samples_per_s": [round(r, 2) for r in rates], "torch": torch.__version__}))
 
 
+def blas_library():
+    """The BLAS library torch's f32 mm runs on, as the loader resolved libblas.so.3 (Debian's torch
+    links the alternative: netlib's reference BLAS, 50x slower, unless OpenBLAS is installed)."""
+    torch.mm(torch.ones(64, 64), torch.ones(64, 64))
+    with open("/proc/self/maps") as f:
+        paths = {line.split()[-1] for line in f if "blas" in line.split()[-1]}
+    return sorted(os.path.realpath(p) for p in paths) or ["(none loaded: torch's own kernels)"]
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--flops"]:
         print(json.dumps({m: training_flops_per_sample(m) for m in MODELS}))
+    elif sys.argv[1:] == ["--blas"]:
+        print(json.dumps(blas_library()))
     elif len(sys.argv) == 4 and sys.argv[1] == "--search":
         out = {}
         for spec in sys.argv[2].split(","):
