@@ -48,6 +48,20 @@ TEST_CASE("blocks from 64 KiB up are cached, smaller ones are not", "[allocator]
   CHECK(cpu_cache_stats().cached_bytes == (size_t{64} << 10));
 }
 
+TEST_CASE("blocks from 2 MiB up start on a 2 MiB boundary (transparent huge pages), smaller ones on 64 bytes", "[allocator]") {
+  CacheLimitGuard guard;
+  set_cpu_cache_limit(0);  // fresh blocks from the system every time
+  for (int64_t floats : {int64_t{1} << 19, (int64_t{5} << 18) + 7, int64_t{3} << 20}) {  // 2, 5 and 12 MiB
+    Tensor t = empty({floats}, DType::F32);
+    INFO(floats << " floats");
+    CHECK(reinterpret_cast<uintptr_t>(t.raw_data()) % (uintptr_t{2} << 20) == 0);
+    t.fill_(1.5);  // the whole block is usable
+    CHECK(sum(t).item() == 1.5 * static_cast<double>(floats));
+  }
+  Tensor small = empty({(int64_t{1} << 19) - 16}, DType::F32);
+  CHECK(reinterpret_cast<uintptr_t>(small.raw_data()) % 64 == 0);
+}
+
 TEST_CASE("the cache stays under its cap, and empty_cache releases everything", "[allocator]") {
   CacheLimitGuard guard;
   set_cpu_cache_limit(20 << 20);
