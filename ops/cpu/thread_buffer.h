@@ -2,7 +2,7 @@
 // never shrunk: for kernels whose temporaries would otherwise be fresh allocations every call. A
 // fresh allocation of more than glibc's mmap threshold is fresh pages, and every first touch of a
 // page is a fault: a 128x16x32x32 reorder into new memory took 11.7 ms (0.7 GB/s), and on a
-// paravirtualised VM faults took 31% of an MLP step (bench/README.md, performance log 9 and 16).
+// paravirtualised VM faults took 31% of an MLP step (bench/README.md, performance log 16).
 #pragma once
 #include <cstddef>
 #include <cstdlib>
