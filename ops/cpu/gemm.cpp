@@ -113,7 +113,7 @@ void gemm_serial(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b
 template <class S, class T = S>
 void gemm_slab(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b, T* c, int64_t ldc, T alpha, T beta,
                int64_t slab, int64_t slabs) {
-  int64_t kAlign = 48;
+  int64_t align = 48;
   bool rows = m >= n;
   if constexpr (std::is_same_v<S, bfloat16>) {
     if (dnnl_matmul::takes_bf16()) {
@@ -123,12 +123,12 @@ void gemm_slab(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b, 
         return;
       }
       rows = true;
-      kAlign = kRowAlign;
+      align = kRowAlign;
     }
   }
   const int64_t len = rows ? m : n;
   int64_t chunk = (len + slabs - 1) / slabs;
-  chunk = std::min(len, (chunk + kAlign - 1) / kAlign * kAlign);
+  chunk = std::min(len, (chunk + align - 1) / align * align);
   const int64_t s0 = std::min(len, slab * chunk), s1 = std::min(len, s0 + chunk);
   if (s0 >= s1) return;
   if (rows) gemm_serial(s1 - s0, n, k, MatrixRef<S>{a.at(s0, 0), a.row_major, a.ld}, b, c + s0 * ldc, ldc, alpha, beta);
