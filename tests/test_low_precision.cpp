@@ -503,7 +503,8 @@ TEST_CASE("bf16 products on oneDNN's bf16 matmul match the widened f32 GEMM", "[
   // The MLP's products (fc1 forward, its weight gradient through transposed views, the 10-class
   // head), odd sizes, and one product the slabs of two threads split.
   const std::vector<std::array<int64_t, 3>> sizes = {{128, 784, 256}, {256, 128, 784}, {128, 256, 10}, {40, 90, 80}, {300, 200, 500}};
-  for (auto [m, k, n] : sizes) {
+  for (const auto& size : sizes) {
+    const int64_t m = size[0], k = size[1], n = size[2];  // not a structured binding: clang 14 cannot capture one
     for (int layout = 0; layout < 4; ++layout) {
       INFO(m << "x" << k << "x" << n << ", layout " << layout);
       Tensor a = rand_low({m, k}, -1, 1, seed++, DType::BF16).first;
