@@ -116,8 +116,6 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-dnnl::engine& engine() { return dnnl_engine(); }
-
 enum class Pass { Forward, InputGrad, WeightGrad };
 
 // A geometry with the sub-batch one slot runs, plus the pass, the primitive's data type (f32, or
@@ -176,7 +174,7 @@ dnnl::convolution_forward::primitive_desc forward_pd(const Plain& p, bool bias) 
                                  any_of(p.wei), p.bias, any_of(p.dst), p.strides, p.dilates, p.pad_l, p.pad_r)
                       : cf::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any_of(p.src),
                                  any_of(p.wei), any_of(p.dst), p.strides, p.dilates, p.pad_l, p.pad_r);
-  return cf::primitive_desc(d, user_scratchpad(), engine());
+  return cf::primitive_desc(d, user_scratchpad(), dnnl_engine());
 }
 
 // One cached convolution: the primitive and its descriptor (the layouts it wants).
@@ -209,7 +207,7 @@ const Cached* lookup(Pass pass, dt type, const Conv2dGeometry& g, int64_t n, boo
         using cb = dnnl::convolution_backward_data;
         cb::primitive_desc pd(cb::desc(dnnl::algorithm::convolution_direct, any_of(p.src), any_of(p.wei), any_of(p.dst),
                                        p.strides, p.dilates, p.pad_l, p.pad_r),
-                              user_scratchpad(), engine(), fwd);
+                              user_scratchpad(), dnnl_engine(), fwd);
         c->pd = pd;
         c->prim = cb(pd);
       } else {
@@ -218,7 +216,7 @@ const Cached* lookup(Pass pass, dt type, const Conv2dGeometry& g, int64_t n, boo
                                        any_of(p.dst), p.strides, p.dilates, p.pad_l, p.pad_r)
                             : cw::desc(dnnl::algorithm::convolution_direct, any_of(p.src), any_of(p.wei_grad),
                                        any_of(p.dst), p.strides, p.dilates, p.pad_l, p.pad_r);
-        cw::primitive_desc pd(d, user_scratchpad(), engine(), fwd);
+        cw::primitive_desc pd(d, user_scratchpad(), dnnl_engine(), fwd);
         c->pd = pd;
         c->prim = cw(pd);
       }
@@ -296,13 +294,13 @@ struct Arg {
     if (plain == want) route = same ? Route::Direct : Route::Flat;
     else if ((block = channel_block(plain, want))) route = Route::Blocked;
     else route = same ? Route::Reorder : Route::Staged;
-    used = route == Route::Direct ? memory(plain, engine(), user.mutable_data())
-                                  : memory(want, engine(), buffer(role, want.get_size()));
+    used = route == Route::Direct ? memory(plain, dnnl_engine(), user.mutable_data())
+                                  : memory(want, dnnl_engine(), buffer(role, want.get_size()));
     if (!read) return;
     switch (route) {
       case Route::Direct: break;
       case Route::Reorder: {
-        memory src(plain, engine(), user.mutable_data());
+        memory src(plain, dnnl_engine(), user.mutable_data());
         dnnl::reorder(src, used).execute(s, src, used);
         break;
       }
@@ -321,7 +319,7 @@ struct Arg {
     switch (route) {
       case Route::Direct: break;
       case Route::Reorder: {
-        memory dst(plain, engine(), user.mutable_data());
+        memory dst(plain, dnnl_engine(), user.mutable_data());
         dnnl::reorder(used, dst).execute(s, used, dst);
         break;
       }
@@ -337,7 +335,7 @@ struct Arg {
     }
   }
   float* float_data() const { return static_cast<float*>(used.get_data_handle()); }
-  memory staging() const { return memory(plain, engine(), buffer(kStaging, plain.get_size())); }
+  memory staging() const { return memory(plain, dnnl_engine(), buffer(kStaging, plain.get_size())); }
   int64_t elements() const { return static_cast<int64_t>(plain.get_size() / sizeof(float)); }
   int64_t images() const { return plain.dims()[0]; }
   int64_t channels() const { return plain.dims()[1]; }
@@ -420,7 +418,7 @@ bool widened(const Tensor& out, const Tensor& out2, F&& f) {
 
 memory scratchpad(const Cached& c) {
   const memory::desc d = c.pd.query_md(dnnl::query::scratchpad_md);
-  return memory(d, engine(), buffer(kScratch, d.get_size()));
+  return memory(d, dnnl_engine(), buffer(kScratch, d.get_size()));
 }
 memory::desc want(const Cached& c, dnnl::query q) { return c.pd.query_md(q); }
 
@@ -436,7 +434,7 @@ bool forward_slots(dt type, Operand y, Operand x, Operand w, const Tensor& b, co
     Arg dst(p.dst, y.at(n0 * g.O * g.OH * g.OW), want(c, dnnl::query::dst_md), kOut, s, false, cv);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src.used}, {DNNL_ARG_WEIGHTS, wei.used},
                                          {DNNL_ARG_DST, dst.used}, {DNNL_ARG_SCRATCHPAD, scratchpad(c)}};
-    if (bias) args[DNNL_ARG_BIAS] = memory(p.bias, engine(), const_cast<float*>(b.data_ptr<float>()));
+    if (bias) args[DNNL_ARG_BIAS] = memory(p.bias, dnnl_engine(), const_cast<float*>(b.data_ptr<float>()));
     c.prim.execute(s, args);
     dst.write_back(s);
   });
@@ -503,7 +501,7 @@ void weight_grad_slot(const Cached& c, Operand x, Operand gy, const memory* diff
   Arg diff_wei(p.wei_grad, {wdst, DType::F32}, want(c, dnnl::query::diff_weights_md), kWeights, s, false, cv);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src.used}, {DNNL_ARG_DIFF_DST, own ? own->used : *diff_dst},
                                        {DNNL_ARG_DIFF_WEIGHTS, diff_wei.used}, {DNNL_ARG_SCRATCHPAD, scratchpad(c)}};
-  if (bdst) args[DNNL_ARG_DIFF_BIAS] = memory(p.bias, engine(), bdst);
+  if (bdst) args[DNNL_ARG_DIFF_BIAS] = memory(p.bias, dnnl_engine(), bdst);
   c.prim.execute(s, args);
   diff_wei.write_back(s);
 }

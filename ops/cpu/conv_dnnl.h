@@ -26,7 +26,8 @@ int64_t calls();
 // summed in f32, then rounded once, as the widened path) rather than widened to its f32 ones:
 // native_bf16_supported() when oneDNN finds AVX512_BF16 on this CPU (Zen 4/5, Cooper Lake, Sapphire
 // Rapids), native_bf16() when that holds, enabled() holds and it is not switched off by
-// MINIDL_DNNL_BF16=0 or set_native_bf16(false). native_bf16_calls() counts the calls that ran so.
+// MINIDL_DNNL_BF16=0 or set_native_bf16(false). The same switch governs bf16 matrix products on
+// oneDNN (matmul_dnnl.h). native_bf16_calls() counts the convolution calls that ran so.
 bool native_bf16_supported();
 bool native_bf16();
 void set_native_bf16(bool on);

@@ -106,8 +106,9 @@ void gemm_serial(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b
 //
 // bf16 products on oneDNN's bf16 matmul (matmul_dnnl.h) run on its fast kernel only with dense
 // operands: a slab of rows of a row-major a (and of c) is dense, a slab of columns, or of rows of a
-// column-major a, is not and takes its jit GEMM, 2-2.6x slower per slab than the brgemm kernel
-// (ONEDNN_VERBOSE, MLP b128 step, 2 threads: slower than the whole product on one thread). Such
+// column-major a, is not and takes its jit GEMM, 2.1-4.2x slower per multiply-add than the brgemm
+// kernel (ONEDNN_VERBOSE, MLP b128 step on Zen 5, 2 threads: slower than the whole product on one
+// thread). Such
 // products are cut into row slabs of multiples of 16 rows, or not cut: the first slab's thread runs
 // the whole product.
 template <class S, class T = S>
