@@ -2,7 +2,7 @@
 # minidl against PyTorch, side by side: installs Debian's python3-torch when missing (a baseline for
 # this bench only, never a dependency of the library), builds minidl-bench-step and minidl-fma-peak
 # into build-compare/, and runs bench/compare/compare.py. Extra arguments go to compare.py:
-#   bench/compare/run.sh            # full run, 3 alternated repetitions (a few minutes; a quiet machine)
+#   bench/compare/run.sh            # full run, 3 alternated repetitions (13-14 min with --scaling on 2 cores; a quiet machine)
 #   bench/compare/run.sh --quick    # smoke test: 1 repetition, short runs, 2 PyTorch settings
 #   bench/compare/run.sh --reps 5 --models cnn,resnet20
 set -euo pipefail
