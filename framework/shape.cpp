@@ -32,6 +32,42 @@ Shape contiguous_strides(const Shape& shape) {
   return strides;
 }
 
+const char* memory_format_name(MemoryFormat f) {
+  return f == MemoryFormat::ChannelsLast ? "channels_last" : "contiguous";
+}
+
+namespace {
+// The dims of a 4-D tensor from innermost to outermost in format f.
+std::vector<size_t> inner_to_outer(size_t ndim, MemoryFormat f) {
+  if (f == MemoryFormat::ChannelsLast) return {1, 3, 2, 0};
+  std::vector<size_t> order(ndim);
+  for (size_t i = 0; i < ndim; ++i) order[i] = ndim - 1 - i;
+  return order;
+}
+}  // namespace
+
+Shape strides_for(const Shape& shape, MemoryFormat f) {
+  if (f == MemoryFormat::Contiguous || shape.size() != 4) return contiguous_strides(shape);
+  Shape strides(4);
+  int64_t s = 1;
+  for (size_t d : inner_to_outer(4, f)) {
+    strides[d] = s;
+    s *= std::max<int64_t>(shape[d], 1);
+  }
+  return strides;
+}
+
+bool is_dense_in(const Shape& shape, const Shape& strides, MemoryFormat f) {
+  if (f == MemoryFormat::ChannelsLast && shape.size() != 4) return false;
+  int64_t expected = 1;
+  for (size_t d : inner_to_outer(shape.size(), f)) {
+    if (shape[d] == 1) continue;
+    if (strides[d] != expected) return false;
+    expected *= shape[d];
+  }
+  return true;
+}
+
 std::string shape_str(const Shape& shape) {
   std::ostringstream os;
   os << '[';

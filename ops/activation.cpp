@@ -24,7 +24,7 @@ Tensor unary_forward(UnaryOp op, const char* name, const Tensor& x_in, double p0
 // grad_in = g * f'(saved), one kernel; differentiable in g (linear) and, through `d_saved`, in saved.
 Tensor fused_backward(BinaryOp op, const char* name, const Tensor& g, const Tensor& saved, double scalar, double alpha,
                       std::function<Tensor(const Tensor& gg, const Tensor& g, const Tensor& saved)> d_saved) {
-  Tensor out = new_empty(g.shape(), g.dtype(), g.device());
+  Tensor out = new_empty_like(g.shape(), g.dtype(), g.device(), {&g, &saved});
   K().binary.get(g.device(), g.dtype())(op, out, g, saved.dtype() == g.dtype() ? saved : cast(saved, g.dtype()), scalar, alpha);
   autograd::record(name, {g, saved}, {out}, {g, saved},
                    [op, name, scalar, alpha, d_saved](const TensorList& gg, const TensorList& s) {

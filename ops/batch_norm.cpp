@@ -81,6 +81,20 @@ TensorList composite_backward(const Tensor& gy, const Tensor& x, const Tensor& w
 }  // namespace
 
 namespace {
+// The layout the kernels see x in: a channels-last image batch on the CPU stays so (its rows of
+// channels are the kernels' [M, C] case, S == 1); anything else is made NCHW-contiguous.
+MemoryFormat kernel_format(const Tensor& x) {
+  return x.device().is_cpu() ? x.suggest_memory_format() : MemoryFormat::Contiguous;
+}
+
+// The kernels' view of a tensor dense in format f: itself for NCHW ([N, C, S] planes), the
+// [N*H*W, C] rows of channels for channels-last. No graph: the kernels' operands are detached.
+Tensor kernel_view(const Tensor& t, MemoryFormat f) {
+  if (f != MemoryFormat::ChannelsLast) return t;
+  const int64_t C = t.size(1);
+  return make_view(t, {C > 0 ? t.numel() / C : 0, C}, {C, 1}, t.offset());
+}
+
 Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x_arg, const Tensor& running_mean,
                        const Tensor& running_var, const Tensor& weight_arg, const Tensor& bias_arg, bool training,
                        double momentum, double eps) {
@@ -100,7 +114,8 @@ Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x_arg, const Ten
   const int64_t M = C > 0 ? x_in.numel() / C : 0;
   const DType cd = compute_dtype(x_in);
   const Device dev = x_in.device();
-  Tensor x = x_in.detach().contiguous();
+  const MemoryFormat fmt = kernel_format(x_in);
+  Tensor x = x_in.detach().contiguous(fmt);
   Tensor mean_c, invstd;
   {
     NoGradGuard ng;
@@ -109,7 +124,7 @@ Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x_arg, const Ten
                    shape_str(x_in.shape()));
       mean_c = new_empty({C}, cd, dev);
       Tensor var_c = new_empty({C}, cd, dev);
-      K().batch_norm_stats.get(dev, x.dtype())(mean_c, var_c, x);
+      K().batch_norm_stats.get(dev, x.dtype())(mean_c, var_c, kernel_view(x, fmt));
       invstd = rsqrt(add(var_c, eps));
       if (running_mean.defined()) {
         // running = (1 - m) * running + m * batch, with the unbiased variance; in place, new version.
@@ -133,8 +148,8 @@ Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x_arg, const Ten
     scale = scale.contiguous();
     shift = shift.contiguous();
   }
-  Tensor y = new_empty(x.shape(), x.dtype(), dev);
-  K().batch_norm_apply.get(dev, x.dtype())(y, x, scale, shift, relu);
+  Tensor y = empty(x.shape(), TensorOptions(x.dtype()).device(dev).memory_format(fmt));
+  K().batch_norm_apply.get(dev, x.dtype())(kernel_view(y, fmt), kernel_view(x, fmt), scale, shift, relu);
   const bool need_x = x_in.requires_grad(), need_w = weight.defined() && weight.requires_grad(),
              need_b = bias.defined() && bias.requires_grad();
   std::vector<autograd::Saved> saved{x_in, weight, mean_c, invstd};
@@ -156,15 +171,18 @@ Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x_arg, const Ten
         }
         const DType cdt = compute_dtype(xs);
         const Device d = xs.device();
-        Tensor xk = xs.detach().contiguous();
+        const MemoryFormat f = kernel_format(xs);
+        Tensor xk = xs.detach().contiguous(f);
         Tensor gy = grads[0].detach();
         if (gy.dtype() != xk.dtype()) gy = cast(gy, xk.dtype());
-        gy = gy.contiguous();
+        gy = gy.contiguous(f);
         Tensor scale = w.defined() ? mul(cast(w.detach(), cdt), inv).contiguous() : inv;
         Tensor sum_dy = new_empty({xs.size(1)}, cdt, d), sum_dy_xhat = new_empty({xs.size(1)}, cdt, d);
-        Tensor gx = need_x ? new_empty(xs.shape(), xs.dtype(), d) : Tensor();
-        const Tensor mask = relu ? relu_out.detach().contiguous() : Tensor();
-        K().batch_norm_backward.get(d, xk.dtype())(gx, sum_dy, sum_dy_xhat, gy, xk, mu, inv, scale, training, mask);
+        Tensor gx = need_x ? empty(xs.shape(), TensorOptions(xs.dtype()).device(d).memory_format(f)) : Tensor();
+        const Tensor mask = relu ? relu_out.detach().contiguous(f) : Tensor();
+        K().batch_norm_backward.get(d, xk.dtype())(gx.defined() ? kernel_view(gx, f) : gx, sum_dy, sum_dy_xhat,
+                                                   kernel_view(gy, f), kernel_view(xk, f), mu, inv, scale, training,
+                                                   relu ? kernel_view(mask, f) : mask);
         r[0] = gx;
         if (need_w) r[1] = sum_dy_xhat;
         if (need_b) r[2] = sum_dy;

@@ -56,7 +56,7 @@ Prepared prepare(BinaryOp op, const Tensor& a_in, const Tensor& b_in, double alp
   const Shape shape = broadcast_shapes(a_in.shape(), b_in.shape(), name);
   auto kernel = K().binary.get(a_in.device(), t, name);
   Prepared p{cast(a_in, t), cast(b_in, t), Tensor()};
-  p.out = new_empty(shape, t, p.a.device());
+  p.out = new_empty_like(shape, t, p.a.device(), {&p.a, &p.b});
   kernel(op, p.out, p.a, p.b, 0.0, alpha);
   return p;
 }
@@ -70,7 +70,7 @@ Tensor run_scalar(BinaryOp op, const Tensor& a_in, double s, double alpha = 1.0,
                "integers to negative integer powers are not allowed (", a_in.meta_str(), " ** ", s, ")");
   auto kernel = K().binary.get(a_in.device(), t, name);
   Tensor a = cast(a_in, t);
-  Tensor out = new_empty(a.shape(), t, a.device());
+  Tensor out = new_empty_like(a.shape(), t, a.device(), {&a});
   kernel(op, out, a, Tensor(), s, alpha);
   return out;
 }

@@ -38,7 +38,7 @@ DType result_type(const Tensor& a, double scalar) {
 Tensor cast(const Tensor& x, DType dtype) {
   check_defined(x, "cast", "input");
   if (x.dtype() == dtype) return x;
-  Tensor out = new_empty(x.shape(), dtype, x.device());
+  Tensor out = new_empty_like(x.shape(), dtype, x.device(), {&x});
   K().copy.get(x.device(), dtype)(out, x);
   if (is_floating(dtype) && x.is_floating_point()) {
     const DType src = x.dtype();

@@ -41,4 +41,18 @@ inline Tensor new_empty(const Shape& shape, DType dtype, Device device) {
   return empty(shape, TensorOptions(dtype).device(device));
 }
 
+// A freshly allocated result of `shape` in the memory format of the first of `inputs` with that
+// shape (channels-last images stay channels-last through element-wise ops, as PyTorch's). CPU only:
+// the CUDA kernels write contiguous results.
+inline Tensor new_empty_like(const Shape& shape, DType dtype, Device device, std::initializer_list<const Tensor*> inputs) {
+  MemoryFormat f = MemoryFormat::Contiguous;
+  if (device.is_cpu() && shape.size() == 4)
+    for (const Tensor* t : inputs)
+      if (t->defined() && t->shape() == shape) {
+        f = t->suggest_memory_format();
+        break;
+      }
+  return empty(shape, TensorOptions(dtype).device(device).memory_format(f));
+}
+
 }  // namespace minidl::ops_detail

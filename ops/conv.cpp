@@ -32,12 +32,24 @@ std::vector<const amp::OpPolicy*> ops_detail::conv_policies() { return {&kConv2d
 
 namespace {
 
-// A kernel operand: no graph, the compute dtype, contiguous.
-Tensor operand(const Tensor& t, DType dtype) {
+// The layout of a geometry's images for the conv kernels of (device, dtype): channels-last where
+// the backend runs it fastest so (the CPU's oneDNN convolutions read and write NHWC without a
+// reorder), else NCHW. Deliberate difference from PyTorch, whose CPU conv2d keeps NCHW unless the
+// input is channels-last: results may be channels-last tensors; values and shapes are the same.
+MemoryFormat image_format(Device device, DType dtype, const Conv2dGeometry& g) {
+  const auto& table = K().conv2d_channels_last;
+  return table.has(device.type, dtype) && table.get(device, dtype)(g) ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+}
+
+// A kernel operand: no graph, the compute dtype, dense in format f (weights and biases: contiguous).
+Tensor operand(const Tensor& t, DType dtype, MemoryFormat f = MemoryFormat::Contiguous) {
   if (!t.defined()) return t;
   Tensor d = t.detach();
   if (d.dtype() != dtype) d = cast(d, dtype);
-  return d.contiguous();
+  return d.contiguous(f);
+}
+Tensor image_buffer(const Shape& shape, DType dtype, Device device, MemoryFormat f) {
+  return empty(shape, TensorOptions(dtype).device(device).memory_format(f));
 }
 
 Tensor conv_input_grad(const char* name, const Tensor& gy, const Tensor& w, const Tensor& b, const Conv2dGeometry& g);
@@ -47,8 +59,9 @@ TensorList conv_backward(const Tensor& x, const Tensor& gy, const Tensor& w, boo
 // F(x, w) + b.
 Tensor conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dGeometry& g) {
   const DType dt = x.dtype();
-  Tensor y = new_empty({g.N, g.O, g.OH, g.OW}, dt, x.device());
-  K().conv2d.get(x.device(), dt)(y, operand(x, dt), operand(w, dt), operand(b, dt), g);
+  const MemoryFormat f = image_format(x.device(), dt, g);
+  Tensor y = image_buffer({g.N, g.O, g.OH, g.OW}, dt, x.device(), f);
+  K().conv2d.get(x.device(), dt)(y, operand(x, dt, f), operand(w, dt), operand(b, dt), g);
   const bool need_x = x.requires_grad(), need_w = w.requires_grad(), need_b = b.defined() && b.requires_grad();
   autograd::record("ConvolutionBackward", {x, w, b}, {y}, {need_w ? x : Tensor(), need_x ? w : Tensor()},
                    [g, need_x, need_w, need_b](const TensorList& grads, const TensorList& s) {
@@ -70,8 +83,10 @@ Tensor conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Con
 // Bi(gy, w) + b. Derivatives: d/dgy <- F(ggx, w), d/dw <- Bw(ggx, gy), d/db <- sum(ggx).
 Tensor conv_input_grad(const char* name, const Tensor& gy, const Tensor& w, const Tensor& b, const Conv2dGeometry& g) {
   const DType dt = gy.dtype();
-  Tensor gx = new_empty({g.N, g.C, g.H, g.W}, dt, gy.device());
-  K().conv2d_input_grad.get(gy.device(), dt)(gx, operand(gy, dt), operand(w, dt), operand(b, dt), g);
+  // With a bias (conv_transpose2d's) the kernels add it over NCHW planes.
+  const MemoryFormat f = b.defined() ? MemoryFormat::Contiguous : image_format(gy.device(), dt, g);
+  Tensor gx = image_buffer({g.N, g.C, g.H, g.W}, dt, gy.device(), f);
+  K().conv2d_input_grad.get(gy.device(), dt)(gx, operand(gy, dt, f), operand(w, dt), operand(b, dt), g);
   const bool need_gy = gy.requires_grad(), need_w = w.requires_grad(), need_b = b.defined() && b.requires_grad();
   autograd::record(name, {gy, w, b}, {gx}, {need_w ? gy : Tensor(), need_gy ? w : Tensor()},
                    [g, need_gy, need_w, need_b](const TensorList& grads, const TensorList& s) {
@@ -88,9 +103,10 @@ Tensor conv_input_grad(const char* name, const Tensor& gy, const Tensor& w, cons
 // d/dgy <- F(x, ggw) + ggb.
 TensorList conv_weight_grad(const Tensor& x, const Tensor& gy, bool with_bias, const Conv2dGeometry& g) {
   const DType dt = gy.dtype();
+  const MemoryFormat f = image_format(gy.device(), dt, g);
   Tensor gw = new_empty({g.O, g.C / g.groups, g.kH, g.kW}, dt, gy.device());
   Tensor gb = with_bias ? new_empty({g.O}, dt, gy.device()) : Tensor();
-  K().conv2d_weight_grad.get(gy.device(), dt)(gw, gb, operand(x, dt), operand(gy, dt), g);
+  K().conv2d_weight_grad.get(gy.device(), dt)(gw, gb, operand(x, dt, f), operand(gy, dt, f), g);
   const bool need_x = x.requires_grad(), need_gy = gy.requires_grad();
   TensorList outs{gw};
   if (with_bias) outs.push_back(gb);
@@ -108,10 +124,11 @@ TensorList conv_weight_grad(const Tensor& x, const Tensor& gy, bool with_bias, c
 // builds no graph (create_graph=False): the kernel may share work between the two (kernels.h).
 TensorList conv_backward(const Tensor& x, const Tensor& gy, const Tensor& w, bool with_bias, const Conv2dGeometry& g) {
   const DType dt = gy.dtype();
-  Tensor gx = new_empty({g.N, g.C, g.H, g.W}, dt, gy.device());
+  const MemoryFormat f = image_format(gy.device(), dt, g);
+  Tensor gx = image_buffer({g.N, g.C, g.H, g.W}, dt, gy.device(), f);
   Tensor gw = new_empty({g.O, g.C / g.groups, g.kH, g.kW}, dt, gy.device());
   Tensor gb = with_bias ? new_empty({g.O}, dt, gy.device()) : Tensor();
-  K().conv2d_backward.get(gy.device(), dt)(gx, gw, gb, operand(x, dt), operand(gy, dt), operand(w, dt), g);
+  K().conv2d_backward.get(gy.device(), dt)(gx, gw, gb, operand(x, dt, f), operand(gy, dt, f), operand(w, dt), g);
   return {gx, gw, gb};
 }
 

@@ -158,7 +158,8 @@ struct Conv2dGeometry {
   int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
   int64_t groups = 1;
 };
-// All three take contiguous tensors of one floating dtype (the table's key); f16/bf16 compute in f32.
+// All four take tensors of one floating dtype (the table's key), images NCHW-contiguous, or all
+// channels-last where conv2d_channels_last says so; f16/bf16 compute in f32.
 // y <- conv(x, w) (+ b[o] when b is defined).
 using Conv2dFn = void (*)(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dGeometry& g);
 // gx <- the adjoint of conv in x applied to gy, i.e. a transposed convolution (+ b[c] when defined).
@@ -172,6 +173,11 @@ using Conv2dWeightGradFn = void (*)(const Tensor& gw, const Tensor& gb, const Te
 // oneDNN path puts gy into its blocked layout once, as PyTorch's mkldnn_convolution_backward does).
 using Conv2dBackwardFn = void (*)(const Tensor& gx, const Tensor& gw, const Tensor& gb, const Tensor& x,
                                   const Tensor& gy, const Tensor& w, const Conv2dGeometry& g);
+
+// Whether this backend's four conv kernels run geometry g fastest with every image operand (x, y,
+// gx, gy) channels-last (MemoryFormat::ChannelsLast); they then take them so, and conv2d gives
+// channels-last results. Otherwise, and on a backend without this entry, images are NCHW-contiguous.
+using Conv2dChannelsLastFn = bool (*)(const Conv2dGeometry& g);
 
 // ---- pooling (ops/pool.cpp; CPU kernels in ops/cpu/pool.cpp)
 // x [N, C, H, W] -> y [N, C, OH, OW], contiguous. Max: window (oh, ow) has kH x kW taps dh/dw apart
@@ -259,6 +265,7 @@ struct Registry {
   KernelTable<Conv2dInputGradFn> conv2d_input_grad{"conv2d_input_grad"};
   KernelTable<Conv2dWeightGradFn> conv2d_weight_grad{"conv2d_weight_grad"};
   KernelTable<Conv2dBackwardFn> conv2d_backward{"conv2d_backward"};
+  KernelTable<Conv2dChannelsLastFn> conv2d_channels_last{"conv2d_channels_last"};
   KernelTable<MaxPool2dFn> max_pool2d{"max_pool2d"};
   KernelTable<MaxPool2dBackwardFn> max_pool2d_backward{"max_pool2d_backward"};
   KernelTable<AvgPool2dFn> avg_pool2d{"avg_pool2d"};
@@ -315,6 +322,7 @@ void for_each_table(R& r, Fn&& fn) {
   MINIDL_KERNEL_TABLE(conv2d_input_grad)
   MINIDL_KERNEL_TABLE(conv2d_weight_grad)
   MINIDL_KERNEL_TABLE(conv2d_backward)
+  MINIDL_KERNEL_TABLE(conv2d_channels_last)
   MINIDL_KERNEL_TABLE(max_pool2d)
   MINIDL_KERNEL_TABLE(max_pool2d_backward)
   MINIDL_KERNEL_TABLE(avg_pool2d)

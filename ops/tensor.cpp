@@ -27,6 +27,12 @@ bool Tensor::is_contiguous() const {
   return true;
 }
 
+bool Tensor::is_contiguous(MemoryFormat f) const { return is_dense_in(shape(), strides(), f); }
+
+MemoryFormat Tensor::suggest_memory_format() const {
+  return is_contiguous(MemoryFormat::ChannelsLast) && !is_contiguous() ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+}
+
 std::string Tensor::meta_str() const {
   if (!defined()) return "undefined";
   return detail::concat(dtype_name(dtype()), shape_str(shape()), " on ", device().str());
@@ -80,7 +86,9 @@ Tensor empty(const Shape& shape, TensorOptions opts) {
                "shape ", shape_str(shape), " of ", dtype_name(opts.dtype_), " needs more bytes than size_t can count");
   i->storage = std::make_shared<Storage>(nbytes, opts.device_);
   i->sizes = shape;
-  i->strides = contiguous_strides(shape);
+  MINIDL_CHECK(opts.memory_format_ == MemoryFormat::Contiguous || shape.size() == 4, "empty",
+               "required rank 4 tensor to use channels_last format, got shape ", shape_str(shape));
+  i->strides = strides_for(shape, opts.memory_format_);
   i->dtype = opts.dtype_;
   Tensor t(std::move(i));
   if (opts.requires_grad_) t.requires_grad_(true);

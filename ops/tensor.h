@@ -29,6 +29,7 @@ struct TensorOptions {
   DType dtype_ = DType::F32;
   Device device_ = Device::cpu();
   bool requires_grad_ = false;
+  MemoryFormat memory_format_ = MemoryFormat::Contiguous;  // ChannelsLast: 4-D shapes only
 
   TensorOptions() = default;
   TensorOptions(DType t) : dtype_(t) {}  // NOLINT: implicit, as torch::TensorOptions
@@ -36,6 +37,7 @@ struct TensorOptions {
   TensorOptions& dtype(DType t) { dtype_ = t; return *this; }
   TensorOptions& device(Device d) { device_ = d; return *this; }
   TensorOptions& requires_grad(bool r = true) { requires_grad_ = r; return *this; }
+  TensorOptions& memory_format(MemoryFormat f) { memory_format_ = f; return *this; }
 };
 
 // Named options of Tensor::backward (torch.Tensor.backward's keywords):
@@ -66,6 +68,11 @@ class Tensor {
   DType dtype() const { return impl()->dtype; }
   Device device() const { return impl()->storage->device(); }
   bool is_contiguous() const;
+  // Dense in format f (torch.Tensor.is_contiguous(memory_format=...)).
+  bool is_contiguous(MemoryFormat f) const;
+  // ChannelsLast when this 4-D tensor is dense in NHWC order and not in NCHW order, else Contiguous
+  // (torch's suggest_memory_format): the format ops give results computed from it.
+  MemoryFormat suggest_memory_format() const;
   bool is_floating_point() const { return is_floating(dtype()); }
   size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(dtype()); }
   std::string meta_str() const;  // "f32[2, 3] on cpu"
@@ -117,6 +124,8 @@ class Tensor {
   Tensor to(DType t) const;
   Tensor to(Device d) const;
   Tensor contiguous() const;
+  // This tensor when dense in format f, else a copy that is (differentiable, as contiguous()).
+  Tensor contiguous(MemoryFormat f) const;
   Tensor clone() const;
 
   // ---- views (share storage; differentiable)

@@ -24,7 +24,7 @@ Tensor unary_forward(UnaryOp op, const char* name, const Tensor& x_in, double p0
   check_defined(x_in, name, "self");
   Tensor x = x_in.is_floating_point() ? x_in : cast(x_in, DType::F32);
   auto kernel = K().unary.get(x.device(), x.dtype(), name);
-  Tensor out = new_empty(x.shape(), x.dtype(), x.device());
+  Tensor out = new_empty_like(x.shape(), x.dtype(), x.device(), {&x});
   kernel(op, out, x, p0, p1);
   return out;
 }

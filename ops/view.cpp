@@ -255,6 +255,16 @@ Tensor Tensor::contiguous() const {
   return clone();
 }
 
+Tensor Tensor::contiguous(MemoryFormat f) const {
+  if (f == MemoryFormat::Contiguous) return contiguous();
+  MINIDL_CHECK(dim() == 4, "contiguous", "required rank 4 tensor to use channels_last format, got ", meta_str());
+  if (is_contiguous(f)) return *this;
+  Tensor out = empty(shape(), TensorOptions(dtype()).device(device()).memory_format(f));
+  K().copy.get(device(), dtype())(out, *this);
+  autograd::record("CloneBackward", {*this}, {out}, {}, [](const TensorList& g, const TensorList&) { return TensorList{g[0]}; });
+  return out;
+}
+
 Tensor Tensor::clone() const {
   Tensor out = empty(shape(), TensorOptions(dtype()).device(device()));
   K().copy.get(device(), dtype())(out, *this);

@@ -35,6 +35,8 @@ struct KnownGap {
 const std::vector<KnownGap> kKnownGaps = {
   {DeviceType::CUDA, "gemm", {DType::I64, DType::I32, DType::U8},
    "integer products run on CPU only, as PyTorch's (its CUDA mm refuses integer tensors)"},
+  {DeviceType::CUDA, "conv2d_channels_last", {DType::F32, DType::F64, DType::F16, DType::BF16},
+   "a layout preference, not a kernel: CUDA's convolutions take NCHW images (the default without an entry)"},
 };
 // clang-format on
 

@@ -421,18 +421,34 @@ const dnnl_conv::Conversions kConversions{
       visit_image(t, [&]<class T>() { narrow_from_channel_blocks(src, static_cast<T*>(dst), images, C, HW, block); });
     }};
 
-// oneDNN first where the build has it and it takes the call (f32; conv_dnnl.h), else im2col + GEMM.
+// The im2col path reads and writes NCHW images: a channels-last one (conv2d_channels_last said
+// so, but oneDNN then declined the call) goes through an NCHW copy, and a channels-last result is
+// computed into an NCHW buffer and copied into place.
+Tensor nchw(const Tensor& t) { return t.defined() ? t.contiguous() : t; }
+template <class F>
+void into_nchw(const Tensor& out, F&& f) {
+  if (!out.defined() || out.is_contiguous()) return f(out);
+  Tensor buf = empty(out.shape(), TensorOptions(out.dtype()));
+  f(buf);
+  out.copy_(buf);
+}
+
+// oneDNN first where the build has it and it takes the call (conv_dnnl.h), else im2col + GEMM.
 void forward(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dGeometry& g) {
   if (dnnl_conv::forward(y, x, w, b, g, kConversions)) return;
-  visit_floating(x.dtype(), "conv2d", [&]<class T>() { conv2d_forward<T>(y, x, w, b, g); });
+  into_nchw(y, [&](const Tensor& yc) {
+    visit_floating(x.dtype(), "conv2d", [&]<class T>() { conv2d_forward<T>(yc, nchw(x), w, b, g); });
+  });
 }
 void input_grad(const Tensor& gx, const Tensor& gy, const Tensor& w, const Tensor& b, const Conv2dGeometry& g) {
   if (dnnl_conv::input_grad(gx, gy, w, b, g, kConversions)) return;
-  visit_floating(gy.dtype(), "conv2d_input_grad", [&]<class T>() { conv2d_input_grad<T>(gx, gy, w, b, g); });
+  into_nchw(gx, [&](const Tensor& gxc) {
+    visit_floating(gy.dtype(), "conv2d_input_grad", [&]<class T>() { conv2d_input_grad<T>(gxc, nchw(gy), w, b, g); });
+  });
 }
 void weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, const Tensor& gy, const Conv2dGeometry& g) {
   if (dnnl_conv::weight_grad(gw, gb, x, gy, g, kConversions)) return;
-  visit_floating(x.dtype(), "conv2d_weight_grad", [&]<class T>() { conv2d_weight_grad<T>(gw, gb, x, gy, g); });
+  visit_floating(x.dtype(), "conv2d_weight_grad", [&]<class T>() { conv2d_weight_grad<T>(gw, gb, nchw(x), nchw(gy), g); });
 }
 // One oneDNN call sharing gy's reorder; the im2col path has nothing to share and runs the two.
 void backward(const Tensor& gx, const Tensor& gw, const Tensor& gb, const Tensor& x, const Tensor& gy, const Tensor& w,
@@ -450,6 +466,9 @@ void register_conv(Registry& r) {
     r.conv2d_weight_grad.set(DeviceType::CPU, t, weight_grad);
     r.conv2d_backward.set(DeviceType::CPU, t, backward);
   }
+  // f64 never runs on oneDNN: NCHW for it.
+  for (DType t : {DType::F32, DType::F16, DType::BF16}) r.conv2d_channels_last.set(DeviceType::CPU, t, dnnl_conv::prefers_channels_last);
+  r.conv2d_channels_last.set(DeviceType::CPU, DType::F64, [](const Conv2dGeometry&) { return false; });
 }
 
 }  // namespace minidl::kernels::cpu

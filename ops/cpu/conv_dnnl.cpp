@@ -68,6 +68,7 @@ void set_enabled(bool) {}
 bool native_bf16_supported() { return false; }
 bool native_bf16() { return false; }
 void set_native_bf16(bool) {}
+bool prefers_channels_last(const Conv2dGeometry&) { return false; }
 bool forward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Conv2dGeometry&, const Conversions&) {
   return false;
 }
@@ -121,31 +122,40 @@ enum class Pass { Forward, InputGrad, WeightGrad };
 // A geometry with the sub-batch one slot runs, plus the pass, the primitive's data type (f32, or
 // bf16 on native_bf16()) and whether a bias takes part.
 using Key = std::tuple<int, int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                       int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
-Key key_of(Pass p, dt type, const Conv2dGeometry& g, int64_t n, bool bias) {
+                       int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool>;
+Key key_of(Pass p, dt type, const Conv2dGeometry& g, int64_t n, bool bias, bool channels_last) {
   return {static_cast<int>(p), static_cast<int>(type), n, g.C, g.H, g.W, g.O, g.kH, g.kW, g.OH, g.OW, g.sh, g.sw,
-          g.ph, g.pw, g.dh, g.dw, g.groups, bias};
+          g.ph, g.pw, g.dh, g.dw, g.groups, bias, channels_last};
 }
 
 // The plain (user) layouts of one slot's tensors in the primitive's data type, and oneDNN's
-// description of the convolution. Weight and bias gradients are f32 in every case (the slots'
-// partial sums are added in f32).
+// description of the convolution. Images are NCHW, or NHWC (channels_last) for channels-last
+// tensors, which the primitive then reads and writes as they are. Weight and bias gradients are f32
+// in every case (the slots' partial sums are added in f32).
 struct Plain {
   memory::desc src, wei, dst, bias, wei_grad;
   memory::dims strides, dilates, pad_l, pad_r;
+  bool channels_last = false;
+  // What the primitive is created with: the images' own layout when channels-last, else any
+  // (oneDNN picks its blocked layout and the images are copied into and out of it).
+  memory::desc src_arg() const { return channels_last ? src : any_of(src); }
+  memory::desc dst_arg() const { return channels_last ? dst : any_of(dst); }
+  static memory::desc any_of(const memory::desc& d) { return memory::desc(d.dims(), d.data_type(), tag::any); }
 };
 
 // False when oneDNN's output-size rule cannot express the geometry (our bottom/right padding is
 // implied by OH/OW and may be "negative"; oneDNN wants pad_r >= 0 with the same floor division).
-bool describe(const Conv2dGeometry& g, int64_t n, dt type, Plain& p) {
+bool describe(const Conv2dGeometry& g, int64_t n, dt type, bool channels_last, Plain& p) {
   const int64_t keh = (g.kH - 1) * g.dh + 1, kew = (g.kW - 1) * g.dw + 1;
   int64_t prh = (g.OH - 1) * g.sh + keh - g.H - g.ph, prw = (g.OW - 1) * g.sw + kew - g.W - g.pw;
   // Any pad_r in [need, need + stride - 1] gives the same output size: take the least >= 0.
   if (prh < 0) prh = prh + g.sh - 1 >= 0 ? 0 : -1;
   if (prw < 0) prw = prw + g.sw - 1 >= 0 ? 0 : -1;
   if (prh < 0 || prw < 0 || g.ph < 0 || g.pw < 0) return false;
-  p.src = memory::desc({n, g.C, g.H, g.W}, type, tag::nchw);
-  p.dst = memory::desc({n, g.O, g.OH, g.OW}, type, tag::nchw);
+  const tag images = channels_last ? tag::nhwc : tag::nchw;
+  p.channels_last = channels_last;
+  p.src = memory::desc({n, g.C, g.H, g.W}, type, images);
+  p.dst = memory::desc({n, g.O, g.OH, g.OW}, type, images);
   auto weights = [&](dt t) {
     return g.groups == 1 ? memory::desc({g.O, g.C, g.kH, g.kW}, t, tag::oihw)
                          : memory::desc({g.groups, g.O / g.groups, g.C / g.groups, g.kH, g.kW}, t, tag::goihw);
@@ -160,7 +170,7 @@ bool describe(const Conv2dGeometry& g, int64_t n, dt type, Plain& p) {
   return true;
 }
 
-memory::desc any_of(const memory::desc& d) { return memory::desc(d.dims(), d.data_type(), tag::any); }
+memory::desc any_of(const memory::desc& d) { return Plain::any_of(d); }
 
 dnnl::primitive_attr user_scratchpad() {
   dnnl::primitive_attr a;
@@ -170,10 +180,10 @@ dnnl::primitive_attr user_scratchpad() {
 
 dnnl::convolution_forward::primitive_desc forward_pd(const Plain& p, bool bias) {
   using cf = dnnl::convolution_forward;
-  const auto d = bias ? cf::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any_of(p.src),
-                                 any_of(p.wei), p.bias, any_of(p.dst), p.strides, p.dilates, p.pad_l, p.pad_r)
-                      : cf::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any_of(p.src),
-                                 any_of(p.wei), any_of(p.dst), p.strides, p.dilates, p.pad_l, p.pad_r);
+  const auto d = bias ? cf::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, p.src_arg(),
+                                 any_of(p.wei), p.bias, p.dst_arg(), p.strides, p.dilates, p.pad_l, p.pad_r)
+                      : cf::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, p.src_arg(),
+                                 any_of(p.wei), p.dst_arg(), p.strides, p.dilates, p.pad_l, p.pad_r);
   return cf::primitive_desc(d, user_scratchpad(), dnnl_engine());
 }
 
@@ -186,16 +196,16 @@ struct Cached {
 
 // The primitive for (pass, data type, geometry, sub-batch, bias), created on first use; null when
 // oneDNN has no implementation for it, or only its reference one in bf16 (remembered too).
-const Cached* lookup(Pass pass, dt type, const Conv2dGeometry& g, int64_t n, bool bias) {
+const Cached* lookup(Pass pass, dt type, const Conv2dGeometry& g, int64_t n, bool bias, bool channels_last) {
   static std::mutex mu;
   static std::map<Key, std::unique_ptr<Cached>> cache;
-  const Key k = key_of(pass, type, g, n, bias);
+  const Key k = key_of(pass, type, g, n, bias, channels_last);
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(k);
   if (it != cache.end()) return it->second.get();
   std::unique_ptr<Cached> c;
   Plain p;
-  if (describe(g, n, type, p)) {
+  if (describe(g, n, type, channels_last, p)) {
     try {
       const auto fwd = forward_pd(p, bias);
       c = std::make_unique<Cached>();
@@ -205,17 +215,17 @@ const Cached* lookup(Pass pass, dt type, const Conv2dGeometry& g, int64_t n, boo
         c->prim = dnnl::convolution_forward(fwd);
       } else if (pass == Pass::InputGrad) {
         using cb = dnnl::convolution_backward_data;
-        cb::primitive_desc pd(cb::desc(dnnl::algorithm::convolution_direct, any_of(p.src), any_of(p.wei), any_of(p.dst),
+        cb::primitive_desc pd(cb::desc(dnnl::algorithm::convolution_direct, p.src_arg(), any_of(p.wei), p.dst_arg(),
                                        p.strides, p.dilates, p.pad_l, p.pad_r),
                               user_scratchpad(), dnnl_engine(), fwd);
         c->pd = pd;
         c->prim = cb(pd);
       } else {
         using cw = dnnl::convolution_backward_weights;
-        const auto d = bias ? cw::desc(dnnl::algorithm::convolution_direct, any_of(p.src), any_of(p.wei_grad), p.bias,
-                                       any_of(p.dst), p.strides, p.dilates, p.pad_l, p.pad_r)
-                            : cw::desc(dnnl::algorithm::convolution_direct, any_of(p.src), any_of(p.wei_grad),
-                                       any_of(p.dst), p.strides, p.dilates, p.pad_l, p.pad_r);
+        const auto d = bias ? cw::desc(dnnl::algorithm::convolution_direct, p.src_arg(), any_of(p.wei_grad), p.bias,
+                                       p.dst_arg(), p.strides, p.dilates, p.pad_l, p.pad_r)
+                            : cw::desc(dnnl::algorithm::convolution_direct, p.src_arg(), any_of(p.wei_grad),
+                                       p.dst_arg(), p.strides, p.dilates, p.pad_l, p.pad_r);
         cw::primitive_desc pd(d, user_scratchpad(), dnnl_engine(), fwd);
         c->pd = pd;
         c->prim = cw(pd);
@@ -352,11 +362,12 @@ int slots_for(int64_t n) {
 
 // The primitive of `pass` for each slot's sub-batch (as the slots split g.N); false when one is
 // missing (checked for every distinct sub-batch before anything runs).
-bool slot_primitives(Pass pass, dt type, const Conv2dGeometry& g, bool bias, int slots,
+bool slot_primitives(Pass pass, dt type, const Conv2dGeometry& g, bool bias, bool channels_last, int slots,
                      std::vector<const Cached*>& per) {
   SingleOmpThread one;  // primitive creation plans for the thread count it sees
   per.resize(slots);
-  for (int s = 0; s < slots; ++s) per[s] = lookup(pass, type, g, g.N * (s + 1) / slots - g.N * s / slots, bias);
+  for (int s = 0; s < slots; ++s)
+    per[s] = lookup(pass, type, g, g.N * (s + 1) / slots - g.N * s / slots, bias, channels_last);
   for (const Cached* c : per)
     if (!c) return false;
   return true;
@@ -380,9 +391,9 @@ void on_slots(dt type, const Conv2dGeometry& g, int slots, F&& f) {
 // Runs f(slot, first image, images, primitive, stream) for each slot; false when the primitive for
 // a slot's sub-batch is missing.
 template <class F>
-bool run_slots(Pass pass, dt type, const Conv2dGeometry& g, bool bias, int slots, F&& f) {
+bool run_slots(Pass pass, dt type, const Conv2dGeometry& g, bool bias, bool channels_last, int slots, F&& f) {
   std::vector<const Cached*> per;
-  if (!slot_primitives(pass, type, g, bias, slots, per)) return false;
+  if (!slot_primitives(pass, type, g, bias, channels_last, slots, per)) return false;
   on_slots(type, g, slots, [&](int s, int64_t n0, int64_t n, dnnl::stream& stream) { f(s, n0, n, *per[s], stream); });
   return true;
 }
@@ -425,9 +436,9 @@ memory::desc want(const Cached& c, dnnl::query q) { return c.pd.query_md(q); }
 // x, w, y: f32 or f16/bf16 (on an f32 primitive converted inside the reorders; bf16 on a bf16 one
 // reordered as it is); b: f32 or undefined.
 bool forward_slots(dt type, Operand y, Operand x, Operand w, const Tensor& b, const Conv2dGeometry& g, int slots,
-                   const Conversions& cv) {
+                   bool cl, const Conversions& cv) {
   const bool bias = b.defined();
-  return run_slots(Pass::Forward, type, g, bias, slots, [&](int, int64_t n0, int64_t, const Cached& c, dnnl::stream& s) {
+  return run_slots(Pass::Forward, type, g, bias, cl, slots, [&](int, int64_t n0, int64_t, const Cached& c, dnnl::stream& s) {
     const Plain& p = c.plain;
     Arg src(p.src, x.at(n0 * g.C * g.H * g.W), want(c, dnnl::query::src_md), kIn0, s, true, cv);
     Arg wei(p.wei, w, want(c, dnnl::query::weights_md), kWeights, s, true, cv);
@@ -442,9 +453,9 @@ bool forward_slots(dt type, Operand y, Operand x, Operand w, const Tensor& b, co
 
 // gx: f32, or f16/bf16 when there is no bias b (conv_transpose2d's, added in f32 afterwards).
 bool input_grad_slots(dt type, Operand gx, Operand gy, Operand w, const Tensor& b, const Conv2dGeometry& g,
-                      int slots, const Conversions& cv) {
+                      int slots, bool cl, const Conversions& cv) {
   const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
-  return run_slots(Pass::InputGrad, type, g, false, slots, [&](int, int64_t n0, int64_t n, const Cached& c, dnnl::stream& s) {
+  return run_slots(Pass::InputGrad, type, g, false, cl, slots, [&](int, int64_t n0, int64_t n, const Cached& c, dnnl::stream& s) {
     const Plain& p = c.plain;
     const Operand gx_slot = gx.at(n0 * g.C * g.H * g.W);
     Arg diff_dst(p.dst, gy.at(n0 * g.O * g.OH * g.OW), want(c, dnnl::query::diff_dst_md), kIn0, s, true, cv);
@@ -508,9 +519,9 @@ void weight_grad_slot(const Cached& c, Operand x, Operand gy, const memory* diff
 
 // gw, gb: f32 (the slots' partial sums are added in f32); x, gy: f32 or f16/bf16.
 bool weight_grad_slots(dt type, const Tensor& gw, const Tensor& gb, Operand x, Operand gy, const Conv2dGeometry& g,
-                       int slots, const Conversions& cv) {
+                       int slots, bool cl, const Conversions& cv) {
   WeightGradSums sums(gw, gb, slots);
-  const bool ok = run_slots(Pass::WeightGrad, type, g, gb.defined(), slots, [&](int slot, int64_t n0, int64_t, const Cached& c, dnnl::stream& s) {
+  const bool ok = run_slots(Pass::WeightGrad, type, g, gb.defined(), cl, slots, [&](int slot, int64_t n0, int64_t, const Cached& c, dnnl::stream& s) {
     weight_grad_slot(c, x.at(n0 * g.C * g.H * g.W), gy.at(n0 * g.O * g.OH * g.OW), nullptr, sums.weights(slot),
                      sums.bias(slot), s, cv);
   });
@@ -521,10 +532,10 @@ bool weight_grad_slots(dt type, const Tensor& gw, const Tensor& gb, Operand x, O
 // Both gradients per slot, gy reordered (or widened) once for the two primitives. gx: f32 or
 // f16/bf16; gw, gb: f32.
 bool backward_slots(dt type, Operand gx, const Tensor& gw, const Tensor& gb, Operand x, Operand gy, Operand w,
-                    const Conv2dGeometry& g, int slots, const Conversions& cv) {
+                    const Conv2dGeometry& g, int slots, bool cl, const Conversions& cv) {
   std::vector<const Cached*> data_pass, weight_pass;
-  if (!slot_primitives(Pass::InputGrad, type, g, false, slots, data_pass) ||
-      !slot_primitives(Pass::WeightGrad, type, g, gb.defined(), slots, weight_pass))
+  if (!slot_primitives(Pass::InputGrad, type, g, false, cl, slots, data_pass) ||
+      !slot_primitives(Pass::WeightGrad, type, g, gb.defined(), cl, slots, weight_pass))
     return false;
   WeightGradSums sums(gw, gb, slots);
   on_slots(type, g, slots, [&](int slot, int64_t n0, int64_t, dnnl::stream& s) {
@@ -547,6 +558,16 @@ bool backward_slots(dt type, Operand gx, const Tensor& gw, const Tensor& gb, Ope
   return true;
 }
 
+// The images' layout: cl = true when they are all channels-last, false when all NCHW-contiguous;
+// false for a mix (the caller's path then copies them to NCHW).
+bool same_layout(std::initializer_list<const Tensor*> images, bool& cl) {
+  cl = false;
+  for (const Tensor* t : images) cl = cl || t->suggest_memory_format() == MemoryFormat::ChannelsLast;
+  for (const Tensor* t : images)
+    if (!t->is_contiguous(cl ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous)) return false;
+  return true;
+}
+
 // Runs f(type) with the bf16 primitives when every operand is bf16 and native_bf16(), and with the
 // f32 ones when that is not so or oneDNN has no native kernel for the geometry (nothing has run
 // then: the slot primitives are all looked up first).
@@ -561,30 +582,33 @@ bool on_primitives(std::initializer_list<DType> operands, F&& f) {
 bool forward(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dGeometry& g,
              const Conversions& cv) {
   const int slots = slots_for(Pass::Forward, x, g);
-  return slots > 0 && on_primitives({y.dtype(), x.dtype(), w.dtype()}, [&](dt type) {
-    return forward_slots(type, operand(y), operand(x), operand(w), f32(b), g, slots, cv);
+  bool cl = false;
+  return slots > 0 && same_layout({&y, &x}, cl) && on_primitives({y.dtype(), x.dtype(), w.dtype()}, [&](dt type) {
+    return forward_slots(type, operand(y), operand(x), operand(w), f32(b), g, slots, cl, cv);
   });
 }
 
 bool input_grad(const Tensor& gx, const Tensor& gy, const Tensor& w, const Tensor& b, const Conv2dGeometry& g,
                 const Conversions& cv) {
   const int slots = slots_for(Pass::InputGrad, gy, g);
-  if (slots == 0) return false;
+  bool cl = false;
+  if (slots == 0 || !same_layout({&gx, &gy}, cl) || (cl && b.defined())) return false;
   if (!b.defined())
     return on_primitives({gx.dtype(), gy.dtype(), w.dtype()}, [&](dt type) {
-      return input_grad_slots(type, operand(gx), operand(gy), operand(w), Tensor(), g, slots, cv);
+      return input_grad_slots(type, operand(gx), operand(gy), operand(w), Tensor(), g, slots, cl, cv);
     });
   return widened(gx, Tensor(), [&](const Tensor& gx32, const Tensor&) {
-    return input_grad_slots(dt::f32, operand(gx32), operand(gy), operand(w), f32(b), g, slots, cv);
+    return input_grad_slots(dt::f32, operand(gx32), operand(gy), operand(w), f32(b), g, slots, cl, cv);
   });
 }
 
 bool weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, const Tensor& gy, const Conv2dGeometry& g,
                  const Conversions& cv) {
   const int slots = slots_for(Pass::WeightGrad, x, g);
-  return slots > 0 && widened(gw, gb, [&](const Tensor& gw32, const Tensor& gb32) {
+  bool cl = false;
+  return slots > 0 && same_layout({&x, &gy}, cl) && widened(gw, gb, [&](const Tensor& gw32, const Tensor& gb32) {
     return on_primitives({x.dtype(), gy.dtype()}, [&](dt type) {
-      return weight_grad_slots(type, gw32, gb32, operand(x), operand(gy), g, slots, cv);
+      return weight_grad_slots(type, gw32, gb32, operand(x), operand(gy), g, slots, cl, cv);
     });
   });
 }
@@ -593,11 +617,20 @@ bool backward(const Tensor& gx, const Tensor& gw, const Tensor& gb, const Tensor
               const Conv2dGeometry& g, const Conversions& cv) {
   // Joint only where oneDNN takes both passes; otherwise the caller runs each pass on its own path.
   const int slots = std::min(slots_for(Pass::InputGrad, gy, g), slots_for(Pass::WeightGrad, x, g));
-  return slots > 0 && widened(gw, gb, [&](const Tensor& gw32, const Tensor& gb32) {
+  bool cl = false;
+  return slots > 0 && same_layout({&gx, &x, &gy}, cl) && widened(gw, gb, [&](const Tensor& gw32, const Tensor& gb32) {
     return on_primitives({gx.dtype(), x.dtype(), gy.dtype(), w.dtype()}, [&](dt type) {
-      return backward_slots(type, operand(gx), gw32, gb32, operand(x), operand(gy), operand(w), g, slots, cv);
+      return backward_slots(type, operand(gx), gw32, gb32, operand(x), operand(gy), operand(w), g, slots, cl, cv);
     });
   });
+}
+
+bool prefers_channels_last(const Conv2dGeometry& g) {
+  // Measured (bench/README.md, performance log 19): oneDNN's NHWC kernels match its blocked ones on
+  // 8k-channel layers; other channel counts (LeNet-5's 6) and grouped convolutions stay on NCHW.
+  const bool channels_ok = (g.C % 8 == 0 || g.C <= 4) && g.O % 8 == 0;
+  Plain p;
+  return enabled() && g.groups == 1 && channels_ok && slots_for(g.N) > 0 && describe(g, g.N, dt::f32, true, p);
 }
 #endif
 

@@ -46,6 +46,11 @@ struct Conversions {
   void (*narrow_blocked)(const float* src, DType type, void* dst, int64_t images, int64_t C, int64_t HW, int64_t block);
 };
 
+// Whether the kernels below take geometry g with channels-last images (oneDNN's NHWC kernels,
+// without a reorder): oneDNN enabled, a batch it takes, groups == 1, channel counts it runs fast so.
+bool prefers_channels_last(const Conv2dGeometry& g);
+
+// Images are all NCHW-contiguous or all channels-last; a mix is refused (false).
 bool forward(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dGeometry& g,
              const Conversions& cv);
 bool input_grad(const Tensor& gx, const Tensor& gy, const Tensor& w, const Tensor& b, const Conv2dGeometry& g,

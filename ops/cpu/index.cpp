@@ -100,7 +100,7 @@ void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tens
   visit_dtype(out.dtype(), "scatter_add", [&]<class T>() {
     const T* ps = static_cast<const T*>(src.raw_data());
     T* po = static_cast<T*>(ov.raw_data());
-    auto loop = make_loop<3>(index.shape(), {&src, &index, &ov});
+    auto loop = make_loop<3>(index.shape(), {&src, &index, &ov}, /*in_memory_order=*/false);  // sums in order
     auto row = [&](const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& st) {
       const T* sp = ps + off[0];
       const int64_t* ip = pi + off[1];

@@ -41,9 +41,34 @@ struct Loop {
   int64_t numel = 0;
 };
 
+// The order in which make_loop walks the dims, outermost first: logical order, unless operand 0
+// (a kernel's output) is dense in another order, such as a channels-last image, whose memory order
+// it then follows so that its innermost run is contiguous (kernels write outputs as unit-stride
+// rows) and the dims coalesce. Dims of size 1 keep their places (make_loop drops them).
+inline std::vector<size_t> memory_order(const Shape& shape, const Shape& strides0) {
+  std::vector<size_t> order(shape.size());
+  for (size_t d = 0; d < order.size(); ++d) order[d] = d;
+  std::vector<size_t> walked;
+  for (size_t d : order)
+    if (shape[d] != 1) walked.push_back(d);
+  for (size_t d : walked)
+    if (strides0[d] == 0) return order;  // broadcast: not an output, keep logical order
+  std::vector<size_t> sorted = walked;
+  std::stable_sort(sorted.begin(), sorted.end(), [&](size_t a, size_t b) { return strides0[a] > strides0[b]; });
+  int64_t expected = 1;  // dense in the sorted order, or keep logical order
+  for (size_t i = sorted.size(); i-- > 0;) {
+    if (strides0[sorted[i]] != expected) return order;
+    expected *= shape[sorted[i]];
+  }
+  for (size_t i = 0; i < walked.size(); ++i) order[walked[i]] = sorted[i];  // size-1 dims stay put
+  return order;
+}
+
 // Operand i broadcasts to `shape`; its strides are right-aligned and 0 where it broadcasts.
+// in_memory_order: walk the dims as memory_order() says (element-wise kernels, whose order does
+// not matter); false keeps logical order (a kernel whose result depends on the order).
 template <int N>
-Loop<N> make_loop(const Shape& shape, const std::array<const Tensor*, N>& operands) {
+Loop<N> make_loop(const Shape& shape, const std::array<const Tensor*, N>& operands, bool in_memory_order = true) {
   Loop<N> loop;
   const size_t nd = shape.size();
   std::array<Shape, N> st;
@@ -54,8 +79,11 @@ Loop<N> make_loop(const Shape& shape, const std::array<const Tensor*, N>& operan
     for (size_t d = 0; d < td; ++d)
       if (t.shape()[d] != 1) st[k][nd - td + d] = t.strides()[d];
   }
+  std::vector<size_t> order(nd);
+  for (size_t d = 0; d < nd; ++d) order[d] = d;
+  if (in_memory_order && nd > 1) order = memory_order(shape, st[0]);
   // Drop size-1 dims, then merge dim d into d+1 when every operand is contiguous across them.
-  for (size_t d = 0; d < nd; ++d) {
+  for (size_t d : order) {
     if (shape[d] == 1) continue;
     if (!loop.shape.empty()) {
       bool merge = true;
