@@ -265,3 +265,17 @@ TEST_CASE("the CPU prefers channels-last only where oneDNN runs a convolution", 
   dc::set_enabled(false);
   CHECK_FALSE(prefers(g, DType::F32));
 }
+
+TEST_CASE("batch norm over rows of more channels than a conversion block matches the formula", "[channels_last][norm]") {
+  // 300 channels a row: runs cross the 256-value blocks f16/bf16 are widened in, and f32 rows are
+  // longer than a block.
+  for (DType dt : {DType::F32, DType::BF16}) {
+    INFO(dtype_name(dt));
+    const Tensor x = random_tensor({40, 300}, 60, dt), w = random_tensor({300}, 61, DType::F32);
+    const Tensor b = random_tensor({300}, 62, DType::F32);
+    const Tensor y = batch_norm(x, Tensor(), Tensor(), cast(w, dt), cast(b, dt), true, 0.1, 1e-5);
+    const Tensor xd = cast(x, DType::F64), mu = mean(xd, {0}, true), xm = sub(xd, mu);
+    const Tensor ref = add(mul(mul(xm, rsqrt(add(mean(mul(xm, xm), {0}, true), 1e-5))), cast(w, DType::F64)), cast(b, DType::F64));
+    CHECK(max_diff(y, ref) <= 16 * traits(dt).eps * (1 + magnitude(ref)));
+  }
+}

@@ -80,6 +80,20 @@ inline void for_blocks2(const T* p, const T* q, int64_t n, F&& f) {
   }
 }
 
+// Splits the flat values [off, off + m) of rows of C channels into runs within one row: f(i, c, n)
+// for the n values at i.. (relative to off) of channels c.. c+n-1. Blocks of many short rows (16
+// channels) are widened and narrowed a block at a time, not a row at a time.
+template <class F>
+inline void channel_runs(int64_t off, int64_t m, int64_t C, F&& f) {
+  int64_t c = off % C;
+  for (int64_t i = 0; i < m;) {
+    const int64_t n = std::min(m - i, C - c);
+    f(i, c, n);
+    i += n;
+    c = 0;
+  }
+}
+
 // Per-channel sums over rows of channels (S == 1: a 2-D input, or channels-last images seen as
 // [N*H*W, C] by ops/batch_norm.cpp). The rows go in fixed chunks of about 4096 values, whatever the
 // thread count (so the sums are the same for any number of threads), split across the pool; each
@@ -184,14 +198,15 @@ void stats(const Tensor& mean, const Tensor& var, const Tensor& x) {
     if (L.N > 0)
       for (int64_t c = 0; c < L.C; ++c) k[c] = static_cast<double>(static_cast<C>(xp[c]));
     row_chunk_sums(L.N, L.C, s1, s2, [&](int64_t r0, int64_t r1, double* a, double* b) {
-      for (int64_t r = r0; r < r1; ++r)
-        for_blocks(xp + r * L.C, L.C, [&](const C* v, int64_t off, int64_t m) {
-          for (int64_t i = 0; i < m; ++i) {
-            const double d = static_cast<double>(v[i]) - k[off + i];
-            a[off + i] += d;
-            b[off + i] += d * d;
+      for_blocks(xp + r0 * L.C, (r1 - r0) * L.C, [&](const C* v, int64_t off, int64_t m) {
+        channel_runs(off, m, L.C, [&](int64_t i, int64_t c, int64_t n) {
+          for (int64_t j = 0; j < n; ++j) {
+            const double d = static_cast<double>(v[i + j]) - k[c + j];
+            a[c + j] += d;
+            b[c + j] += d * d;
           }
         });
+      });
     });
     for (int64_t c = 0; c < L.C; ++c) {
       const double m1 = s1[c] / M;
@@ -227,12 +242,21 @@ void per_channel_map(T* out, const T* x, const Layout& L, F&& f) {
   using C = compute_t<T>;
   if (L.S == 1) {
     parallel_for(L.N, std::max<int64_t>(1, L.C), [&](int64_t n0, int64_t n1) {
-      C z[kBlock];
-      for (int64_t n = n0; n < n1; ++n)
-        for_blocks(x + n * L.C, L.C, [&](const C* v, int64_t off, int64_t m) {
-          for (int64_t i = 0; i < m; ++i) z[i] = f(off + i, v[i]);
-          store_block(z, out + n * L.C + off, m);
-        });
+      const int64_t base = n0 * L.C;
+      for_blocks(x + base, (n1 - n0) * L.C, [&](const C* v, int64_t off, int64_t m) {
+        if constexpr (std::is_same_v<T, C>) {  // the whole range at once: written in place
+          T* o = out + base + off;
+          channel_runs(off, m, L.C, [&](int64_t i, int64_t c, int64_t n) {
+            for (int64_t j = 0; j < n; ++j) o[i + j] = f(c + j, v[i + j]);
+          });
+        } else {  // a block of at most kBlock values
+          C z[kBlock];
+          channel_runs(off, m, L.C, [&](int64_t i, int64_t c, int64_t n) {
+            for (int64_t j = 0; j < n; ++j) z[i + j] = f(c + j, v[i + j]);
+          });
+          store_block(z, out + base + off, m);
+        }
+      });
     });
     return;
   }
@@ -280,15 +304,15 @@ void backward(const Tensor& gx, const Tensor& sum_dy, const Tensor& sum_dy_xhat,
   if (L.S == 1) {  // rows of channels
     std::vector<double> s1, s2;
     row_chunk_sums(L.N, L.C, s1, s2, [&](int64_t r0, int64_t r1, double* a, double* b) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const int64_t row = r * L.C;
-        for_grad_blocks<Masked>(gp + row, xp + row, yp + row, L.C, [&](const C* g, const C* v, int64_t off, int64_t m) {
-          for (int64_t i = 0; i < m; ++i) {
-            a[off + i] += g[i];
-            b[off + i] += static_cast<double>(g[i]) * (static_cast<double>(v[i]) - mp[off + i]);
+      const int64_t base = r0 * L.C;
+      for_grad_blocks<Masked>(gp + base, xp + base, yp + base, (r1 - r0) * L.C, [&](const C* g, const C* v, int64_t off, int64_t m) {
+        channel_runs(off, m, L.C, [&](int64_t i, int64_t c, int64_t n) {
+          for (int64_t j = 0; j < n; ++j) {
+            a[c + j] += g[i + j];
+            b[c + j] += static_cast<double>(g[i + j]) * (static_cast<double>(v[i + j]) - mp[c + j]);
           }
         });
-      }
+      });
     });
     for (int64_t c = 0; c < L.C; ++c) {
       sdy[c] = static_cast<C>(s1[c]);
@@ -334,18 +358,22 @@ void backward(const Tensor& gx, const Tensor& sum_dy, const Tensor& sum_dy_xhat,
   T* out = gx.data_ptr<T>();
   const C *A = ca.data(), *B = cb.data(), *D = cd.data();
   if (L.S == 1) {
-    parallel_for(L.N, std::max<int64_t>(1, L.C), [&](int64_t n0, int64_t n1) {
-      C z[kBlock];
-      for (int64_t n = n0; n < n1; ++n) {
-        const int64_t row = n * L.C;
-        for_grad_blocks<Masked>(gp + row, xp + row, yp + row, L.C, [&](const C* g, const C* v, int64_t off, int64_t m) {
-          for (int64_t i = 0; i < m; ++i) {
-            const int64_t c = off + i;
-            z[i] = A[c] * g[i] + B[c] * v[i] + D[c];
-          }
-          store_block(z, out + row + off, m);
-        });
-      }
+    parallel_for(L.N, std::max<int64_t>(1, 2 * L.C), [&](int64_t n0, int64_t n1) {
+      const int64_t base = n0 * L.C;
+      for_grad_blocks<Masked>(gp + base, xp + base, yp + base, (n1 - n0) * L.C, [&](const C* g, const C* v, int64_t off, int64_t m) {
+        auto dx = [&](C* o) {
+          channel_runs(off, m, L.C, [&](int64_t i, int64_t c, int64_t n) {
+            for (int64_t j = 0; j < n; ++j) o[i + j] = A[c + j] * g[i + j] + B[c + j] * v[i + j] + D[c + j];
+          });
+        };
+        if constexpr (std::is_same_v<T, C>) {  // unmasked f32 passes the whole range: written in place
+          dx(out + base + off);
+        } else {
+          C z[kBlock];
+          dx(z);
+          store_block(z, out + base + off, m);
+        }
+      });
     });
     return;
   }
