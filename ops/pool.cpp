@@ -25,10 +25,17 @@ std::vector<const amp::OpPolicy*> ops_detail::pool_policies() { return {&kMaxPoo
 
 namespace {
 
-Tensor operand(const Tensor& t, DType dtype) {
+// A kernel operand: no graph, the compute dtype, dense in format f.
+Tensor operand(const Tensor& t, DType dtype, MemoryFormat f = MemoryFormat::Contiguous) {
   Tensor d = t.detach();
   if (d.dtype() != dtype) d = cast(d, dtype);
-  return d.contiguous();
+  return d.contiguous(f);
+}
+
+// Max pooling keeps channels-last images so on the CPU (its kernels take them: a convolution's
+// output on oneDNN then needs no copy to NCHW and back); everything else runs on NCHW images.
+MemoryFormat max_pool_format(const Tensor& x) {
+  return x.device().is_cpu() && x.dim() == 4 ? x.suggest_memory_format() : MemoryFormat::Contiguous;
 }
 
 // PyTorch's pooling_output_shape.
@@ -83,8 +90,9 @@ Tensor max_gather(const Tensor& gx, const Tensor& indices, const Pool2dGeometry&
 }
 
 Tensor max_backward(const Tensor& gy, const Tensor& indices, const Pool2dGeometry& g) {
-  Tensor gx = new_empty({g.N, g.C, g.H, g.W}, gy.dtype(), gy.device());
-  K().max_pool2d_backward.get(gy.device(), gy.dtype())(gx, operand(gy, gy.dtype()), indices, g);
+  const MemoryFormat f = max_pool_format(indices);  // the forward's
+  Tensor gx = empty({g.N, g.C, g.H, g.W}, TensorOptions(gy.dtype()).device(gy.device()).memory_format(f));
+  K().max_pool2d_backward.get(gy.device(), gy.dtype())(gx, operand(gy, gy.dtype(), f), indices.contiguous(f), g);
   autograd::record("MaxPool2DWithIndicesBackwardBackward", {gy}, {gx}, {indices},
                    [g](const TensorList& grads, const TensorList& s) { return TensorList{max_gather(grads[0], s[0], g)}; });
   return gx;
@@ -121,9 +129,10 @@ MaxPoolResult max_pool2d_with_indices(const Tensor& x_arg, Size2 kernel, Size2 s
   const bool batched = x_in.dim() == 4;
   Tensor x = batched ? x_in : x_in.unsqueeze(0);
   const Pool2dGeometry g = pool_geometry(op, x_in, x, kernel, stride, padding, dilation, ceil_mode, true);
-  Tensor y = new_empty({g.N, g.C, g.OH, g.OW}, x.dtype(), x.device());
-  Tensor indices = new_empty({g.N, g.C, g.OH, g.OW}, DType::I64, x.device());
-  K().max_pool2d.get(x.device(), x.dtype())(y, indices, operand(x, x.dtype()), g);
+  const MemoryFormat f = max_pool_format(x);
+  Tensor y = empty({g.N, g.C, g.OH, g.OW}, TensorOptions(x.dtype()).device(x.device()).memory_format(f));
+  Tensor indices = empty({g.N, g.C, g.OH, g.OW}, TensorOptions(DType::I64).device(x.device()).memory_format(f));
+  K().max_pool2d.get(x.device(), x.dtype())(y, indices, operand(x, x.dtype(), f), g);
   autograd::record("MaxPool2DWithIndicesBackward", {x}, {y}, {indices},
                    [g](const TensorList& grads, const TensorList& s) { return TensorList{max_backward(grads[0], s[0], g)}; });
   if (!batched) return {y.squeeze(0), indices.squeeze(0)};

@@ -279,3 +279,52 @@ TEST_CASE("batch norm over rows of more channels than a conversion block matches
     CHECK(max_diff(y, ref) <= 16 * traits(dt).eps * (1 + magnitude(ref)));
   }
 }
+
+TEST_CASE("max pooling keeps channels-last images so and matches NCHW pooling", "[channels_last][pool]") {
+  struct PoolCase {
+    const char* name;
+    Size2 kernel, stride, padding, dilation;
+    bool ceil_mode;
+  };
+  const PoolCase cases[] = {
+      {"2x2 stride 2", {2, 2}, {2, 2}, {0, 0}, {1, 1}, false},
+      {"3x3 stride 2 pad 1", {3, 3}, {2, 2}, {1, 1}, {1, 1}, false},
+      {"3x2 stride 1, dilation 2x1, ceil", {3, 2}, {1, 2}, {1, 0}, {2, 1}, true},
+  };
+  for (DType dt : {DType::F32, DType::BF16, DType::F16})
+    for (const PoolCase& c : cases) {
+      INFO(c.name << ", " << dtype_name(dt));
+      Tensor base = random_tensor({3, 16, 9, 7}, 70, dt);
+      {  // ties (a repeated value) and NaN: the first maximum wins, a NaN takes over
+        NoGradGuard ng;
+        base = base.contiguous();
+        base.narrow(2, 0, 2).fill_(0.5);
+        base.narrow(3, 3, 1).narrow(2, 4, 1).fill_(std::nan(""));
+      }
+      auto run = [&](MemoryFormat f) {
+        Tensor x = base.contiguous(f).detach().requires_grad_();
+        MaxPoolResult r = max_pool2d_with_indices(x, c.kernel, c.stride, c.padding, c.dilation, c.ceil_mode);
+        r.values.backward(random_tensor(r.values.shape(), 71, dt).contiguous(f));
+        return std::vector<Tensor>{r.values.detach(), r.indices, x.grad()};
+      };
+      const auto cl = run(kCL), ref = run(MemoryFormat::Contiguous);
+      CHECK(cl[0].suggest_memory_format() == kCL);
+      CHECK(cl[1].suggest_memory_format() == kCL);
+      // Maxima and their positions are picked, not computed: equal, NaN where NaN. Gradients are
+      // sums of the same values per input pixel in the same order.
+      for (size_t i = 0; i < cl.size(); ++i) {
+        const std::vector<double> a = cl[i].to_vector<double>(), b = ref[i].to_vector<double>();
+        REQUIRE(a.size() == b.size());
+        size_t differ = 0;
+        for (size_t k = 0; k < a.size(); ++k) differ += !(a[k] == b[k] || (std::isnan(a[k]) && std::isnan(b[k])));
+        CHECK(differ == 0);
+      }
+    }
+}
+
+TEST_CASE("max pooling on channels-last input: f64 gradient checks (first and second order)", "[channels_last][pool][grad]") {
+  GradCase c{"max_pool2d channels-last 3x3 stride 2 pad 1", {{2, 3, 5, 4}}, [](const std::vector<Tensor>& in) {
+               return max_pool2d(in[0].contiguous(kCL), {3, 3}, {2, 2}, {1, 1});
+             }};
+  CHECK(run_case(c) == "");
+}

@@ -6,7 +6,8 @@
 // worker, another process); see bench/README.md. Small products run on the calling thread.
 // Operands may be transposed views: any 2-D slice with a unit stride on one dim maps straight onto
 // Eigen without a copy. f16/bf16 operands are widened to f32 (F16C / shifts) as Eigen packs them,
-// multiplied in f32 and narrowed once: Eigen::half arithmetic is ~300x slower than this. Integer
+// multiplied in f32 and narrowed once, slab by slab from a per-thread f32 buffer while it is in
+// cache (or written in bf16 by oneDNN's bf16 matmul): Eigen::half arithmetic is ~300x slower. Integer
 // operands (i64, i32, u8) run Eigen's generic kernel in their own type: exact, as PyTorch's CPU mm.
 #include <Eigen/Core>
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "ops/cpu/loops.h"
 #include "ops/cpu/matmul_dnnl.h"
 #include "ops/cpu/scalar.h"
+#include "ops/cpu/thread_buffer.h"
 #include "ops/cpu/widening_gemm.h"
 #include "ops/kernels.h"
 #include "ops/ops.h"
@@ -99,6 +101,37 @@ void gemm_serial(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b
   gemm_dispatch<S, T, Eigen::RowMajor>(m, n, k, a, b, c, ldc, alpha);
 }
 
+// The scalars of a product into T: f32 for an f16/bf16 result (its sums are f32).
+template <class T>
+using Scalar = std::conditional_t<is_low_precision_v<T>, float, T>;
+
+// c[m x n] in f16/bf16 (S), the operands' type: the product in f32 into this thread's buffer (c
+// widened into it first when beta != 0), narrowed into c row by row while the buffer is in cache,
+// instead of an f32 result the size of c written, read back and narrowed in a pass of its own
+// (bench/README.md, performance log 20). bf16 with beta == 0 on oneDNN: written in bf16 by it.
+template <class S>
+void gemm_serial_narrowed(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b, S* c, int64_t ldc, float alpha,
+                          float beta) {
+  if (m == 0 || n == 0) return;
+  if constexpr (std::is_same_v<S, bfloat16>) {
+    if (beta == 0.0f && dnnl_matmul::gemm_bf16(m, n, k, a, b, c, ldc, alpha)) return;
+  }
+  thread_local ThreadBuffer buffer;
+  float* t = static_cast<float*>(buffer.reserve(static_cast<size_t>(m * n) * sizeof(float)));
+  if (beta != 0.0f)
+    for (int64_t i = 0; i < m; ++i) load_block(c + i * ldc, t + i * n, n);
+  gemm_serial<S, float>(m, n, k, a, b, t, n, alpha, beta);
+  for (int64_t i = 0; i < m; ++i) store_block(t + i * n, c + i * ldc, n);
+}
+
+// One block of c: f16/bf16 narrowed from f32 (above), any other type multiplied in its own.
+template <class S, class T>
+void gemm_block(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b, T* c, int64_t ldc, Scalar<T> alpha,
+                Scalar<T> beta) {
+  if constexpr (is_low_precision_v<T>) gemm_serial_narrowed<S>(m, n, k, a, b, c, ldc, alpha, beta);
+  else gemm_serial<S, T>(m, n, k, a, b, c, ldc, alpha, beta);
+}
+
 // One product split into slabs of C, one per thread: rows when m >= n (each thread packs all of b,
 // the smaller operand), otherwise columns (each thread packs all of a). Slab edges fall on
 // multiples of 48 (Eigen's AVX-512 f32 micro-panel is 48 x 4), so no thread gets ragged panels
@@ -112,15 +145,15 @@ void gemm_serial(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b
 // products are cut into row slabs of multiples of 16 rows, or not cut: the first slab's thread runs
 // the whole product.
 template <class S, class T = S>
-void gemm_slab(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b, T* c, int64_t ldc, T alpha, T beta,
-               int64_t slab, int64_t slabs) {
+void gemm_slab(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b, T* c, int64_t ldc, Scalar<T> alpha,
+               Scalar<T> beta, int64_t slab, int64_t slabs) {
   int64_t align = 48;
   bool rows = m >= n;
   if constexpr (std::is_same_v<S, bfloat16>) {
     if (dnnl_matmul::takes_bf16()) {
       constexpr int64_t kRowAlign = 16;
       if (!a.row_major || m < 2 * kRowAlign) {
-        if (slab == 0) gemm_serial(m, n, k, a, b, c, ldc, alpha, beta);
+        if (slab == 0) gemm_block(m, n, k, a, b, c, ldc, alpha, beta);
         return;
       }
       rows = true;
@@ -132,8 +165,8 @@ void gemm_slab(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b, 
   chunk = std::min(len, (chunk + align - 1) / align * align);
   const int64_t s0 = std::min(len, slab * chunk), s1 = std::min(len, s0 + chunk);
   if (s0 >= s1) return;
-  if (rows) gemm_serial(s1 - s0, n, k, MatrixRef<S>{a.at(s0, 0), a.row_major, a.ld}, b, c + s0 * ldc, ldc, alpha, beta);
-  else gemm_serial(m, s1 - s0, k, a, MatrixRef<S>{b.at(0, s0), b.row_major, b.ld}, c + s0, ldc, alpha, beta);
+  if (rows) gemm_block(s1 - s0, n, k, MatrixRef<S>{a.at(s0, 0), a.row_major, a.ld}, b, c + s0 * ldc, ldc, alpha, beta);
+  else gemm_block(m, s1 - s0, k, a, MatrixRef<S>{b.at(0, s0), b.row_major, b.ld}, c + s0, ldc, alpha, beta);
 }
 
 bool has_unit_stride(const Tensor& t) {
@@ -141,7 +174,7 @@ bool has_unit_stride(const Tensor& t) {
   return t.stride(d - 1) == 1 || t.stride(d - 2) == 1 || t.size(d - 1) == 1;
 }
 
-// c = alpha * a * b + beta * c with a, b of type S and c of type T (S, or f32 for f16/bf16 S).
+// c = alpha * a * b + beta * c with a, b and c of type S.
 template <class S, class T = S>
 void gemm_native(const Tensor& c, const Tensor& a_in, const Tensor& b_in, double alpha, double beta) {
   Tensor a = has_unit_stride(a_in) ? a_in : a_in.contiguous();
@@ -152,7 +185,7 @@ void gemm_native(const Tensor& c, const Tensor& a_in, const Tensor& b_in, double
   const S* pa = static_cast<const S*>(a.raw_data());
   const S* pb = static_cast<const S*>(b.raw_data());
   T* pc = static_cast<T*>(c.raw_data());
-  const T al = static_cast<T>(alpha), be = static_cast<T>(beta);
+  const Scalar<T> al = static_cast<Scalar<T>>(alpha), be = static_cast<Scalar<T>>(beta);
   auto A = [&](int64_t i) { return operand(pa + (batched ? i * a.stride(0) : 0), m, k, a.stride(-2), a.stride(-1)); };
   auto B = [&](int64_t i) { return operand(pb + (batched ? i * b.stride(0) : 0), k, n, b.stride(-2), b.stride(-1)); };
   auto Cp = [&](int64_t i) { return pc + i * m * n; };
@@ -160,12 +193,12 @@ void gemm_native(const Tensor& c, const Tensor& a_in, const Tensor& b_in, double
   const double flops = 2.0 * m * n * k * batch;
   const int threads = flops < kGemmParallelFlops || batch * m * n == 0 ? 1 : max_threads();
   if (threads == 1 || in_parallel()) {
-    for (int64_t i = 0; i < batch; ++i) gemm_serial(m, n, k, A(i), B(i), Cp(i), n, al, be);
+    for (int64_t i = 0; i < batch; ++i) gemm_block(m, n, k, A(i), B(i), Cp(i), n, al, be);
     return;
   }
   if (batch >= 2 * threads || 2.0 * m * n * k < kGemmParallelFlops) {
     // Many (or small) products: whole products per chunk.
-    parallel_chunks(batch, [&](int64_t i) { gemm_serial(m, n, k, A(i), B(i), Cp(i), n, al, be); });
+    parallel_chunks(batch, [&](int64_t i) { gemm_block(m, n, k, A(i), B(i), Cp(i), n, al, be); });
     return;
   }
   // Each product split into one slab of C per thread; a thread that starts late leaves its slab to
@@ -189,22 +222,13 @@ template void gemm_raw<double>(int64_t, int64_t, int64_t, MatrixRef<double>, Mat
 
 namespace {
 
-// f16/bf16: multiplied in f32 (the operands widened while packed) into an f32 result, narrowed
-// once into c.
-template <class S>
-void gemm_low_precision(const Tensor& c, const Tensor& a, const Tensor& b, double alpha, double beta) {
-  Tensor c32 = empty(c.shape(), DType::F32);
-  if (beta != 0) c32.copy_(c);
-  gemm_native<S, float>(c32, a, b, alpha, beta);
-  c.copy_(c32);
-}
-
 void gemm(const Tensor& c, const Tensor& a, const Tensor& b, double alpha, double beta) {
   switch (a.dtype()) {
     case DType::F32: return gemm_native<float>(c, a, b, alpha, beta);
     case DType::F64: return gemm_native<double>(c, a, b, alpha, beta);
-    case DType::F16: return gemm_low_precision<half>(c, a, b, alpha, beta);
-    case DType::BF16: return gemm_low_precision<bfloat16>(c, a, b, alpha, beta);
+    // f16/bf16: multiplied in f32 (the operands widened while packed), narrowed slab by slab.
+    case DType::F16: return gemm_native<half>(c, a, b, alpha, beta);
+    case DType::BF16: return gemm_native<bfloat16>(c, a, b, alpha, beta);
     // Integers multiply exactly in their own type (wrapping on overflow, as PyTorch's CPU mm).
     case DType::I64: return gemm_native<int64_t>(c, a, b, alpha, beta);
     case DType::I32: return gemm_native<int32_t>(c, a, b, alpha, beta);

@@ -1,6 +1,7 @@
 // bf16 products on oneDNN's matmul primitive (see matmul_dnnl.h). The operands are described to
 // oneDNN in place, strides and all (a transposed view is a column-major matrix), so nothing is
-// copied; the result is f32 in the caller's buffer, which narrows it once as the widened path does.
+// copied; the result is f32 in the caller's buffer, which narrows it once as the widened path does,
+// or bf16 written by oneDNN.
 // One primitive per geometry (sizes, layouts, leading dims, alpha, beta), created on first use and
 // kept; each call runs on the calling thread alone (the caller splits a large product into slabs
 // across minidl's pool, as for its own GEMM).
@@ -33,6 +34,9 @@ bool takes_bf16() { return false; }
 bool gemm_bf16(int64_t, int64_t, int64_t, MatrixRef<bfloat16>, MatrixRef<bfloat16>, float*, int64_t, float, float) {
   return false;
 }
+bool gemm_bf16(int64_t, int64_t, int64_t, MatrixRef<bfloat16>, MatrixRef<bfloat16>, bfloat16*, int64_t, float) {
+  return false;
+}
 #else
 namespace {
 using dnnl::memory;
@@ -43,7 +47,7 @@ using dt = memory::data_type;
 // 5.1 us against 3.2 widened, 64^3 4.3 against 4.8, 80^3 6.0 against 7.8, 128x256x10 6.0 against 9.3.
 constexpr double kMinMacs = 64 * 64 * 64;
 
-using Key = std::tuple<int64_t, int64_t, int64_t, bool, int64_t, bool, int64_t, int64_t, float, float>;
+using Key = std::tuple<int64_t, int64_t, int64_t, bool, int64_t, bool, int64_t, int64_t, float, float, int>;
 
 struct Cached {
   dnnl::matmul::primitive_desc pd;
@@ -55,17 +59,17 @@ memory::dims strides_of(const MatrixRef<bfloat16>& x) { return x.row_major ? mem
 // The primitive for a geometry; null when oneDNN has none for it or only its reference loops
 // (remembered too).
 const Cached* lookup(int64_t m, int64_t n, int64_t k, const MatrixRef<bfloat16>& a, const MatrixRef<bfloat16>& b,
-                     int64_t ldc, float alpha, float beta) {
+                     int64_t ldc, float alpha, float beta, dt result) {
   static std::mutex mu;
   static std::map<Key, std::unique_ptr<Cached>> cache;
-  const Key key{m, n, k, a.row_major, a.ld, b.row_major, b.ld, ldc, alpha, beta};
+  const Key key{m, n, k, a.row_major, a.ld, b.row_major, b.ld, ldc, alpha, beta, static_cast<int>(result)};
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second.get();
   std::unique_ptr<Cached> c;
   try {
     const memory::desc a_md({m, k}, dt::bf16, strides_of(a)), b_md({k, n}, dt::bf16, strides_of(b));
-    const memory::desc c_md({m, n}, dt::f32, memory::dims{ldc, 1});
+    const memory::desc c_md({m, n}, result, memory::dims{ldc, 1});
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
@@ -82,15 +86,13 @@ const Cached* lookup(int64_t m, int64_t n, int64_t k, const MatrixRef<bfloat16>&
   }
   return (cache[key] = std::move(c)).get();
 }
-}  // namespace
 
-bool takes_bf16() { return dnnl_conv::native_bf16(); }
-
-bool gemm_bf16(int64_t m, int64_t n, int64_t k, MatrixRef<bfloat16> a, MatrixRef<bfloat16> b, float* c, int64_t ldc,
-               float alpha, float beta) {
+// c in `result` (f32 or bf16).
+bool run(int64_t m, int64_t n, int64_t k, const MatrixRef<bfloat16>& a, const MatrixRef<bfloat16>& b, void* c, dt result,
+         int64_t ldc, float alpha, float beta) {
   if (m <= 0 || n <= 0 || k <= 0 || double(m) * double(n) * double(k) < kMinMacs || !takes_bf16())
     return false;
-  const Cached* p = lookup(m, n, k, a, b, ldc, alpha, beta);
+  const Cached* p = lookup(m, n, k, a, b, ldc, alpha, beta, result);
   if (!p) return false;
   thread_local ThreadBuffer scratch;
   dnnl::engine& e = dnnl_engine();
@@ -105,6 +107,18 @@ bool gemm_bf16(int64_t m, int64_t n, int64_t k, MatrixRef<bfloat16> a, MatrixRef
   s.wait();
   g_calls.fetch_add(1, std::memory_order_relaxed);
   return true;
+}
+}  // namespace
+
+bool takes_bf16() { return dnnl_conv::native_bf16(); }
+
+bool gemm_bf16(int64_t m, int64_t n, int64_t k, MatrixRef<bfloat16> a, MatrixRef<bfloat16> b, float* c, int64_t ldc,
+               float alpha, float beta) {
+  return run(m, n, k, a, b, c, dt::f32, ldc, alpha, beta);
+}
+bool gemm_bf16(int64_t m, int64_t n, int64_t k, MatrixRef<bfloat16> a, MatrixRef<bfloat16> b, bfloat16* c, int64_t ldc,
+               float alpha) {
+  return run(m, n, k, a, b, c, dt::bf16, ldc, alpha, 0.0f);
 }
 #endif
 

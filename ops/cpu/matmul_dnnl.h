@@ -19,6 +19,12 @@ namespace minidl::kernels::cpu::dnnl_matmul {
 bool gemm_bf16(int64_t m, int64_t n, int64_t k, MatrixRef<bfloat16> a, MatrixRef<bfloat16> b, float* c, int64_t ldc,
                float alpha, float beta);
 
+// The same with a bf16 result written by oneDNN (rounded to nearest even once, from the f32 sums)
+// and beta == 0: no f32 buffer and no separate narrowing pass. A result that would be an f32
+// subnormal comes out as zero (vcvtneps2bf16), as in PyTorch's oneDNN bf16 matmul.
+bool gemm_bf16(int64_t m, int64_t n, int64_t k, MatrixRef<bfloat16> a, MatrixRef<bfloat16> b, bfloat16* c, int64_t ldc,
+               float alpha);
+
 // Whether gemm_bf16 takes bf16 products at all now (oneDNN built in, dnnl_conv::native_bf16()).
 bool takes_bf16();
 

@@ -1,5 +1,7 @@
 // CPU 2-D pooling: max (with indices), average and adaptive average, and their backward passes.
-// Each (n, c) plane is independent, so planes run in parallel. f16/bf16 planes are widened to f32
+// Each (n, c) plane is independent, so planes run in parallel; max pooling also takes channels-last
+// images (a convolution's output on oneDNN), a row of output pixels at a time with every pixel's
+// channels side by side, so that they need no copy to NCHW and back. f16/bf16 planes are widened to f32
 // into a scratch buffer, pooled in f32 and narrowed once. Windows and divisors follow PyTorch's
 // CPU kernels exactly (max: first maximum wins, NaN propagates; avg: count_include_pad divides by
 // the window clipped to the padded input).
@@ -63,29 +65,123 @@ int64_t max_row_2x2(const C* a, int64_t W, int64_t base, int64_t n, C* out, int6
   return n;
 }
 
+// Max-pool window bounds per output row and column, as PyTorch: [start, end) clipped to the input,
+// the start moved to the first tap inside (taps are dilation apart).
+struct MaxWindows {
+  std::vector<int64_t> hs, he, ws, we;
+  explicit MaxWindows(const Pool2dGeometry& g) : hs(g.OH), he(g.OH), ws(g.OW), we(g.OW) {
+    for (int64_t oh = 0; oh < g.OH; ++oh) {
+      int64_t s = oh * g.sh - g.ph;
+      he[oh] = std::min(s + (g.kH - 1) * g.dh + 1, g.H);
+      while (s < 0) s += g.dh;
+      hs[oh] = s;
+    }
+    for (int64_t ow = 0; ow < g.OW; ++ow) {
+      int64_t s = ow * g.sw - g.pw;
+      we[ow] = std::min(s + (g.kW - 1) * g.dw + 1, g.W);
+      while (s < 0) s += g.dw;
+      ws[ow] = s;
+    }
+  }
+};
+
+// Channels-last max pool: output pixel (n, oh, ow) takes, channel by channel, the first maximum of
+// its window's pixels (a NaN taking over as in the planes' loop), all channels at once. Rows of
+// output pixels run in parallel; f16/bf16 input rows are widened once per output row.
+template <class T>
+void max_pool_forward_channels_last(const Tensor& y, const Tensor& indices, const Tensor& x, const Pool2dGeometry& g) {
+  using C = compute_t<T>;
+  const T* xp = x.data_ptr<T>();
+  T* yp = y.data_ptr<T>();
+  int64_t* ip = indices.data_ptr<int64_t>();
+  const MaxWindows win(g);
+  const int64_t Cn = g.C, row = g.W * Cn;
+  parallel_for(g.N * g.OH, std::max<int64_t>(1, g.OW * g.kH * g.kW * Cn), [&](int64_t r0, int64_t r1) {
+    std::vector<C> in, out(static_cast<size_t>(g.OW * Cn));
+    // The running maxima's positions as int32 (a plane has fewer than 2^31 pixels): the same lane
+    // width as f32, so the channel loop vectorizes (with int64 positions it stayed scalar).
+    std::vector<int32_t> pos(static_cast<size_t>(Cn));
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t n = r / g.OH, oh = r % g.OH, h0 = win.hs[oh], h1 = win.he[oh];
+      // The window's input rows h0 .. h1 of image n as compute-type values (f32: in place).
+      const C* rows;
+      if constexpr (std::is_same_v<T, C>) {
+        rows = xp + (n * g.H + h0) * row;
+      } else {
+        in.resize(static_cast<size_t>(std::max<int64_t>(0, h1 - h0) * row));
+        load_block(xp + (n * g.H + h0) * row, in.data(), static_cast<int64_t>(in.size()));
+        rows = in.data();
+      }
+      int64_t* ind = ip + r * g.OW * Cn;
+      for (int64_t ow = 0; ow < g.OW; ++ow) {
+        const int64_t w0 = win.ws[ow], w1 = win.we[ow];
+        C* __restrict m = out.data() + ow * Cn;
+        int32_t* __restrict best = pos.data();
+        const C* __restrict first = rows + w0 * Cn;
+        const int32_t at0 = static_cast<int32_t>(h0 * g.W + w0);
+        for (int64_t c = 0; c < Cn; ++c) {
+          m[c] = first[c];
+          best[c] = at0;
+        }
+        for (int64_t ih = h0; ih < h1; ih += g.dh)
+          for (int64_t iw = w0; iw < w1; iw += g.dw) {
+            if (ih == h0 && iw == w0) continue;
+            const C* __restrict v = rows + (ih - h0) * row + iw * Cn;
+            const int32_t at = static_cast<int32_t>(ih * g.W + iw);
+            for (int64_t c = 0; c < Cn; ++c) {
+              const bool take = v[c] > m[c] || v[c] != v[c];
+              m[c] = take ? v[c] : m[c];
+              best[c] = take ? at : best[c];
+            }
+          }
+        int64_t* out_pos = ind + ow * Cn;
+        for (int64_t c = 0; c < Cn; ++c) out_pos[c] = best[c];
+      }
+      store_block(out.data(), yp + r * g.OW * Cn, g.OW * Cn);
+    }
+  });
+}
+
+// Channels-last max-pool backward: each image's gradient summed in f32 (an image at a time, in
+// parallel over images), gy's channels scattered to the pixels their indices name.
+template <class T>
+void max_pool_backward_channels_last(const Tensor& gx, const Tensor& gy, const Tensor& indices, const Pool2dGeometry& g) {
+  using C = compute_t<T>;
+  const T* gyp = gy.data_ptr<T>();
+  T* gxp = gx.data_ptr<T>();
+  const int64_t* ip = indices.data_ptr<int64_t>();
+  const int64_t Cn = g.C, in_image = g.H * g.W * Cn, out_image = g.OH * g.OW * Cn;
+  parallel_for(g.N, std::max<int64_t>(1, in_image + out_image), [&](int64_t n0, int64_t n1) {
+    std::vector<C> acc(static_cast<size_t>(in_image)), gin;
+    for (int64_t n = n0; n < n1; ++n) {
+      const C* gv;
+      if constexpr (std::is_same_v<T, C>) {
+        gv = gyp + n * out_image;
+      } else {
+        gin.resize(static_cast<size_t>(out_image));
+        load_block(gyp + n * out_image, gin.data(), out_image);
+        gv = gin.data();
+      }
+      std::fill(acc.begin(), acc.end(), C(0));
+      const int64_t* ind = ip + n * out_image;
+      for (int64_t o = 0; o < g.OH * g.OW; ++o)
+        for (int64_t c = 0; c < Cn; ++c) acc[ind[o * Cn + c] * Cn + c] += gv[o * Cn + c];
+      store_block(acc.data(), gxp + n * in_image, in_image);
+    }
+  });
+}
+
 template <class T>
 void max_pool_forward(const Tensor& y, const Tensor& indices, const Tensor& x, const Pool2dGeometry& g) {
+  if (x.suggest_memory_format() == MemoryFormat::ChannelsLast) return max_pool_forward_channels_last<T>(y, indices, x, g);
   using C = compute_t<T>;
   constexpr bool widen = !std::is_same_v<T, C>;
   const T* xp = x.data_ptr<T>();
   T* yp = y.data_ptr<T>();
   int64_t* ip = indices.data_ptr<int64_t>();
   const int64_t HW = g.H * g.W, P = g.OH * g.OW;
-  // Window bounds per output row and column, as PyTorch: [start, end) clipped to the input, the
-  // start moved to the first tap inside (taps are dilation apart).
-  std::vector<int64_t> hs(g.OH), he(g.OH), ws(g.OW), we(g.OW);
-  for (int64_t oh = 0; oh < g.OH; ++oh) {
-    int64_t s = oh * g.sh - g.ph;
-    he[oh] = std::min(s + (g.kH - 1) * g.dh + 1, g.H);
-    while (s < 0) s += g.dh;
-    hs[oh] = s;
-  }
-  for (int64_t ow = 0; ow < g.OW; ++ow) {
-    int64_t s = ow * g.sw - g.pw;
-    we[ow] = std::min(s + (g.kW - 1) * g.dw + 1, g.W);
-    while (s < 0) s += g.dw;
-    ws[ow] = s;
-  }
+  const MaxWindows win(g);
+  const std::vector<int64_t>&hs = win.hs, &he = win.he, &ws = win.ws, &we = win.we;
   const bool unit = g.dh == 1 && g.dw == 1;
   // 2x2 windows, stride 2, no padding: whole rows go through the branch-free loop; the output
   // columns whose window is complete are [0, full_w).
@@ -137,6 +233,7 @@ void max_pool_forward(const Tensor& y, const Tensor& indices, const Tensor& x, c
 
 template <class T>
 void max_pool_backward(const Tensor& gx, const Tensor& gy, const Tensor& indices, const Pool2dGeometry& g) {
+  if (gy.suggest_memory_format() == MemoryFormat::ChannelsLast) return max_pool_backward_channels_last<T>(gx, gy, indices, g);
   using C = compute_t<T>;
   const T* gyp = gy.data_ptr<T>();
   T* gxp = gx.data_ptr<T>();
