@@ -57,6 +57,13 @@ Tensor LeNet5::forward(const Tensor& x) {
 }
 
 namespace {
+// The CIFAR models' images go channels-last on the CPU, as PyTorch users do with
+// torch.channels_last: oneDNN's convolutions then read and write them without a reorder, and batch
+// norm, ReLU, the residual adds and max pooling keep them so (bench/README.md, performance log 19).
+Tensor for_convolutions(const Tensor& x) {
+  return x.dim() == 4 && x.device().is_cpu() ? x.contiguous(MemoryFormat::ChannelsLast) : x;
+}
+
 void conv_bn_relu(Sequential& seq, int64_t in, int64_t out) {
   seq.push_back(AnyModule(std::make_shared<Conv2d>(Conv2dOptions(in, out, 3).padding(1).bias(false))));
   seq.push_back(AnyModule(std::make_shared<BatchNorm2d>(out)));
@@ -81,7 +88,7 @@ SmallCNN::SmallCNN(int64_t classes) {
 
 Tensor SmallCNN::forward(const Tensor& x) {
   auto scope = forward_scope();
-  return head_->forward(features_->forward(x).flatten(1));
+  return head_->forward(features_->forward(for_convolutions(x)).flatten(1));
 }
 
 BasicBlock::BasicBlock(int64_t in, int64_t out, int64_t stride) {
@@ -130,7 +137,7 @@ ResNet20::ResNet20(int64_t classes) {
 
 Tensor ResNet20::forward(const Tensor& x) {
   auto scope = forward_scope();
-  Tensor h = stem_bn_->forward_relu(stem_->forward(x));  // [N, 16, 32, 32]
+  Tensor h = stem_bn_->forward_relu(stem_->forward(for_convolutions(x)));  // [N, 16, 32, 32]
   h = stages_->forward(h);                                // [N, 64, 8, 8]
   h = adaptive_avg_pool2d(h, {1, 1}).flatten(1);          // [N, 64]
   return head_->forward(h);

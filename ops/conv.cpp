@@ -32,13 +32,17 @@ std::vector<const amp::OpPolicy*> ops_detail::conv_policies() { return {&kConv2d
 
 namespace {
 
-// The layout of a geometry's images for the conv kernels of (device, dtype): channels-last where
-// the backend runs it fastest so (the CPU's oneDNN convolutions read and write NHWC without a
-// reorder), else NCHW. Deliberate difference from PyTorch, whose CPU conv2d keeps NCHW unless the
-// input is channels-last: results may be channels-last tensors; values and shapes are the same.
-MemoryFormat image_format(Device device, DType dtype, const Conv2dGeometry& g) {
+// The layout of a convolution's images, as PyTorch's rule: channels-last when `images` (the input,
+// or the output gradient of a transposed use) is, and the kernels of (device, dtype) take this
+// geometry so (the CPU's oneDNN convolutions read and write NHWC without a reorder); else NCHW.
+// Deliberate difference: where the kernels do not take it (CUDA; channel counts oneDNN runs slowly
+// in NHWC) the result is NCHW, where PyTorch's keeps the input's format.
+MemoryFormat image_format(const Tensor& images, DType dtype, const Conv2dGeometry& g) {
   const auto& table = K().conv2d_channels_last;
-  return table.has(device.type, dtype) && table.get(device, dtype)(g) ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  const Device device = images.device();
+  const bool cl = images.suggest_memory_format() == MemoryFormat::ChannelsLast && table.has(device.type, dtype) &&
+                  table.get(device, dtype)(g);
+  return cl ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
 }
 
 // A kernel operand: no graph, the compute dtype, dense in format f (weights and biases: contiguous).
@@ -59,7 +63,7 @@ TensorList conv_backward(const Tensor& x, const Tensor& gy, const Tensor& w, boo
 // F(x, w) + b.
 Tensor conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dGeometry& g) {
   const DType dt = x.dtype();
-  const MemoryFormat f = image_format(x.device(), dt, g);
+  const MemoryFormat f = image_format(x, dt, g);
   Tensor y = image_buffer({g.N, g.O, g.OH, g.OW}, dt, x.device(), f);
   K().conv2d.get(x.device(), dt)(y, operand(x, dt, f), operand(w, dt), operand(b, dt), g);
   const bool need_x = x.requires_grad(), need_w = w.requires_grad(), need_b = b.defined() && b.requires_grad();
@@ -84,7 +88,7 @@ Tensor conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Con
 Tensor conv_input_grad(const char* name, const Tensor& gy, const Tensor& w, const Tensor& b, const Conv2dGeometry& g) {
   const DType dt = gy.dtype();
   // With a bias (conv_transpose2d's) the kernels add it over NCHW planes.
-  const MemoryFormat f = b.defined() ? MemoryFormat::Contiguous : image_format(gy.device(), dt, g);
+  const MemoryFormat f = b.defined() ? MemoryFormat::Contiguous : image_format(gy, dt, g);
   Tensor gx = image_buffer({g.N, g.C, g.H, g.W}, dt, gy.device(), f);
   K().conv2d_input_grad.get(gy.device(), dt)(gx, operand(gy, dt, f), operand(w, dt), operand(b, dt), g);
   const bool need_gy = gy.requires_grad(), need_w = w.requires_grad(), need_b = b.defined() && b.requires_grad();
@@ -103,7 +107,7 @@ Tensor conv_input_grad(const char* name, const Tensor& gy, const Tensor& w, cons
 // d/dgy <- F(x, ggw) + ggb.
 TensorList conv_weight_grad(const Tensor& x, const Tensor& gy, bool with_bias, const Conv2dGeometry& g) {
   const DType dt = gy.dtype();
-  const MemoryFormat f = image_format(gy.device(), dt, g);
+  const MemoryFormat f = image_format(x, dt, g);
   Tensor gw = new_empty({g.O, g.C / g.groups, g.kH, g.kW}, dt, gy.device());
   Tensor gb = with_bias ? new_empty({g.O}, dt, gy.device()) : Tensor();
   K().conv2d_weight_grad.get(gy.device(), dt)(gw, gb, operand(x, dt, f), operand(gy, dt, f), g);
@@ -124,7 +128,7 @@ TensorList conv_weight_grad(const Tensor& x, const Tensor& gy, bool with_bias, c
 // builds no graph (create_graph=False): the kernel may share work between the two (kernels.h).
 TensorList conv_backward(const Tensor& x, const Tensor& gy, const Tensor& w, bool with_bias, const Conv2dGeometry& g) {
   const DType dt = gy.dtype();
-  const MemoryFormat f = image_format(gy.device(), dt, g);
+  const MemoryFormat f = image_format(x, dt, g);  // gx in the input's format, as PyTorch's
   Tensor gx = image_buffer({g.N, g.C, g.H, g.W}, dt, gy.device(), f);
   Tensor gw = new_empty({g.O, g.C / g.groups, g.kH, g.kW}, dt, gy.device());
   Tensor gb = with_bias ? new_empty({g.O}, dt, gy.device()) : Tensor();

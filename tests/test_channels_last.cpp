@@ -172,11 +172,12 @@ const ClConv kClConvs[] = {
     {"16 -> 32 1x1 stride 2", {4, 16, 8, 8}, {32, 16, 1, 1}, {2, 2}, {0, 0}},
 };
 
-// y, x.grad, w.grad, b.grad of one conv with a fixed output gradient, on oneDNN (channels-last) or
-// on the im2col path (NCHW).
+// y, x.grad, w.grad, b.grad of one conv with a fixed output gradient, on oneDNN with a
+// channels-last input or on the im2col path (NCHW).
 std::vector<Tensor> conv_passes(const ClConv& c, DType dt, bool dnnl) {
   dc::set_enabled(dnnl);
-  Tensor x = random_tensor(c.x, 30, dt).requires_grad_(), w = random_tensor(c.w, 31, dt).requires_grad_();
+  Tensor x = random_tensor(c.x, 30, dt).contiguous(dnnl ? kCL : MemoryFormat::Contiguous).detach().requires_grad_();
+  Tensor w = random_tensor(c.w, 31, dt).requires_grad_();
   Tensor b = random_tensor({c.w[0]}, 32, dt).requires_grad_();
   Tensor y = conv2d(x, w, b, c.stride, c.pad);
   y.backward(random_tensor(y.shape(), 33, dt));
@@ -213,10 +214,13 @@ TEST_CASE("conv2d on oneDNN takes channels-last images and matches the NCHW im2c
         }
       }
   }
-  // A batch below the thread count stays on the im2col path, and so in NCHW.
   omp_set_num_threads(2);
   dc::set_enabled(true);
-  const Tensor y = conv2d(random_tensor({1, 8, 6, 6}, 34, DType::F32), random_tensor({8, 8, 3, 3}, 35, DType::F32));
+  const Tensor w = random_tensor({8, 8, 3, 3}, 35, DType::F32);
+  // An NCHW input gives an NCHW result, as PyTorch's (oneDNN then runs on its blocked layout).
+  CHECK(conv2d(random_tensor({4, 8, 6, 6}, 34, DType::F32), w).suggest_memory_format() == MemoryFormat::Contiguous);
+  // A batch below the thread count stays on the im2col path, and so in NCHW.
+  const Tensor y = conv2d(random_tensor({1, 8, 6, 6}, 34, DType::F32).contiguous(kCL), w);
   CHECK(y.suggest_memory_format() == MemoryFormat::Contiguous);
 }
 

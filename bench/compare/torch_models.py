@@ -139,8 +139,14 @@ def run_one(name, precision, steps, reps, threads, quiet=False):
     ctor, shape, batch = MODELS[name]
     torch.manual_seed(0)
     model = ctor()
+    # A searched setting (compare.py): model and images channels-last, as minidl's CIFAR models run.
+    channels_last = os.environ.get("COMPARE_CHANNELS_LAST") == "1" and len(shape) == 3
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    batches = [(torch.randn((batch,) + shape), torch.randint(0, 10, (batch,))) for _ in range(20)]
+    batches = [(torch.randn((batch,) + shape).contiguous(memory_format=fmt), torch.randint(0, 10, (batch,)))
+               for _ in range(20)]
     use_amp = precision == "bf16"
 
     def run(n):
