@@ -128,6 +128,8 @@ Key key_of(Pass p, dt type, const Conv2dGeometry& g, int64_t n, bool bias, bool 
           g.ph, g.pw, g.dh, g.dw, g.groups, bias, channels_last};
 }
 
+memory::desc any_of(const memory::desc& d) { return memory::desc(d.dims(), d.data_type(), tag::any); }
+
 // The plain (user) layouts of one slot's tensors in the primitive's data type, and oneDNN's
 // description of the convolution. Images are NCHW, or NHWC (channels_last) for channels-last
 // tensors, which the primitive then reads and writes as they are. Weight and bias gradients are f32
@@ -140,7 +142,6 @@ struct Plain {
   // (oneDNN picks its blocked layout and the images are copied into and out of it).
   memory::desc src_arg() const { return channels_last ? src : any_of(src); }
   memory::desc dst_arg() const { return channels_last ? dst : any_of(dst); }
-  static memory::desc any_of(const memory::desc& d) { return memory::desc(d.dims(), d.data_type(), tag::any); }
 };
 
 // False when oneDNN's output-size rule cannot express the geometry (our bottom/right padding is
@@ -170,7 +171,6 @@ bool describe(const Conv2dGeometry& g, int64_t n, dt type, bool channels_last, P
   return true;
 }
 
-memory::desc any_of(const memory::desc& d) { return Plain::any_of(d); }
 
 dnnl::primitive_attr user_scratchpad() {
   dnnl::primitive_attr a;
