@@ -284,6 +284,39 @@ TEST_CASE("batch norm over rows of more channels than a conversion block matches
   }
 }
 
+TEST_CASE("batch norm rows in tiles of 8 channels and a remainder, over many chunks: values and gradients", "[channels_last][norm]") {
+  // 20 channels a row: two tiles of 8 summed in vectors and 4 one by one; 601 rows are three of the
+  // row kernels' chunks of about 4096 values, the last 193 rows long (not a multiple of the four
+  // rows the vector sums take at a time). The reference is the formula in f64 ops, its
+  // gradients by autograd through mean, rsqrt and the rest (other kernels entirely).
+  const int outer = omp_get_max_threads();
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    for (DType dt : {DType::F32, DType::BF16, DType::F64})
+      for (bool relu : {false, true}) {
+        INFO(dtype_name(dt) << (relu ? " batch_norm_relu" : " batch_norm") << ", threads " << threads);
+        const Tensor x0 = random_tensor({601, 20}, 80, dt), gy = random_tensor({601, 20}, 81, dt);
+        const Tensor w0 = random_tensor({20}, 82, DType::F64), b0 = random_tensor({20}, 83, DType::F64);
+        const DType pt = dt == DType::F64 ? DType::F64 : DType::F32;
+        Tensor x = x0.detach().requires_grad_(), w = cast(w0, pt).requires_grad_(), b = cast(b0, pt).requires_grad_();
+        Tensor y = relu ? batch_norm_relu(x, Tensor(), Tensor(), w, b, true, 0.1, 1e-5)
+                        : batch_norm(x, Tensor(), Tensor(), w, b, true, 0.1, 1e-5);
+        y.backward(gy);
+        Tensor xd = cast(x0, DType::F64).requires_grad_(), wd = w0.detach().requires_grad_(), bd = b0.detach().requires_grad_();
+        Tensor xm = sub(xd, mean(xd, {0}, true));
+        Tensor ref = add(mul(mul(xm, rsqrt(add(mean(mul(xm, xm), {0}, true), 1e-5))), wd), bd);
+        if (relu) ref = minidl::relu(ref);
+        ref.backward(cast(gy, DType::F64));
+        const double eps = traits(dt).eps;
+        CHECK(max_diff(y, ref) <= 16 * eps * (1 + magnitude(ref)));
+        CHECK(max_diff(x.grad(), xd.grad()) <= 64 * eps * (1 + magnitude(xd.grad())));
+        CHECK(max_diff(w.grad(), wd.grad()) <= 64 * eps * (1 + magnitude(wd.grad())));
+        CHECK(max_diff(b.grad(), bd.grad()) <= 64 * eps * (1 + magnitude(bd.grad())));
+      }
+  }
+  omp_set_num_threads(outer);
+}
+
 TEST_CASE("max pooling keeps channels-last images so and matches NCHW pooling", "[channels_last][pool]") {
   struct PoolCase {
     const char* name;

@@ -5,12 +5,12 @@
 // the ReLU's output alongside gy, zeroing gy where it is <= 0 (ReluBackward's rule), in both
 // passes. f16/bf16 are widened to f32 in blocks. Channels (statistics) or rows (element-wise
 // passes) are split across the pool. With S == 1 (2-D input, or channels-last images) the
-// contiguous run is a row of channels, so those loops walk rows instead of channel planes, and the
-// sums are split by chunks of rows.
+// contiguous run is a row of channels: those go to the row kernels of ops/cpu/batch_norm_rows.h.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "ops/cpu/batch_norm_rows.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/scalar.h"
 #include "ops/kernels.h"
@@ -78,44 +78,6 @@ inline void for_blocks2(const T* p, const T* q, int64_t n, F&& f) {
       f(static_cast<const C*>(a), static_cast<const C*>(b), s, m);
     }
   }
-}
-
-// Splits the flat values [off, off + m) of rows of C channels into runs within one row: f(i, c, n)
-// for the n values at i.. (relative to off) of channels c.. c+n-1. Blocks of many short rows (16
-// channels) are widened and narrowed a block at a time, not a row at a time.
-template <class F>
-inline void channel_runs(int64_t off, int64_t m, int64_t C, F&& f) {
-  int64_t c = off % C;
-  for (int64_t i = 0; i < m;) {
-    const int64_t n = std::min(m - i, C - c);
-    f(i, c, n);
-    i += n;
-    c = 0;
-  }
-}
-
-// Per-channel sums over rows of channels (S == 1: a 2-D input, or channels-last images seen as
-// [N*H*W, C] by ops/batch_norm.cpp). The rows go in fixed chunks of about 4096 values, whatever the
-// thread count (so the sums are the same for any number of threads), split across the pool; each
-// chunk sums into its own f64 slots, f(r0, r1, a, b) adding rows [r0, r1) to a[C] and b[C], and the
-// chunks are added in order. A split by channels instead had every thread read every row (a
-// channels-last ResNet-20 step spent 40% of its time in batch norm so).
-template <class F>
-void row_chunk_sums(int64_t rows, int64_t C, std::vector<double>& a, std::vector<double>& b, F&& f) {
-  const int64_t chunk = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, C));
-  const int64_t chunks = (rows + chunk - 1) / chunk;
-  std::vector<double> part(static_cast<size_t>(chunks * 2 * C), 0.0);
-  parallel_for(chunks, chunk * C, [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c)
-      f(c * chunk, std::min(rows, (c + 1) * chunk), part.data() + c * 2 * C, part.data() + c * 2 * C + C);
-  });
-  a.assign(C, 0.0);
-  b.assign(C, 0.0);
-  for (int64_t c = 0; c < chunks; ++c)
-    for (int64_t j = 0; j < C; ++j) {
-      a[j] += part[c * 2 * C + j];
-      b[j] += part[c * 2 * C + C + j];
-    }
 }
 
 // ReLU (ReluForward's rule: NaN propagates).
@@ -192,29 +154,7 @@ void stats(const Tensor& mean, const Tensor& var, const Tensor& x) {
   C* mp = mean.data_ptr<C>();
   C* vp = var.data_ptr<C>();
   const double M = static_cast<double>(L.N * L.S);
-  if (L.S == 1) {  // rows of channels
-    // Sums of (x - k) with k = the channel's first value: no cancellation when |mean| >> std.
-    std::vector<double> k(L.C), s1, s2;
-    if (L.N > 0)
-      for (int64_t c = 0; c < L.C; ++c) k[c] = static_cast<double>(static_cast<C>(xp[c]));
-    row_chunk_sums(L.N, L.C, s1, s2, [&](int64_t r0, int64_t r1, double* a, double* b) {
-      for_blocks(xp + r0 * L.C, (r1 - r0) * L.C, [&](const C* v, int64_t off, int64_t m) {
-        channel_runs(off, m, L.C, [&](int64_t i, int64_t c, int64_t n) {
-          for (int64_t j = 0; j < n; ++j) {
-            const double d = static_cast<double>(v[i + j]) - k[c + j];
-            a[c + j] += d;
-            b[c + j] += d * d;
-          }
-        });
-      });
-    });
-    for (int64_t c = 0; c < L.C; ++c) {
-      const double m1 = s1[c] / M;
-      mp[c] = static_cast<C>(k[c] + m1);
-      vp[c] = static_cast<C>(std::max(0.0, s2[c] / M - m1 * m1));
-    }
-    return;
-  }
+  if (L.S == 1) return bn_rows::stats(xp, L.N, L.C, mp, vp);
   parallel_for(L.C, std::max<int64_t>(1, L.N * L.S), [&](int64_t c0, int64_t c1) {
     // Sums of (x - k) with k = the channel's first value: no cancellation when |mean| >> std.
     std::vector<double> k(c1 - c0), s1(c1 - c0, 0.0), s2(c1 - c0, 0.0);
@@ -236,30 +176,10 @@ void stats(const Tensor& mean, const Tensor& var, const Tensor& x) {
   });
 }
 
-// out[n, c, s] = f(c, in values...) for every element; rows are (n, c) planes (S > 1) or (n) rows.
+// out[n, c, s] = f(c, x[n, c, s]) for every element, plane by plane (S > 1).
 template <class T, class F>
 void per_channel_map(T* out, const T* x, const Layout& L, F&& f) {
   using C = compute_t<T>;
-  if (L.S == 1) {
-    parallel_for(L.N, std::max<int64_t>(1, L.C), [&](int64_t n0, int64_t n1) {
-      const int64_t base = n0 * L.C;
-      for_blocks(x + base, (n1 - n0) * L.C, [&](const C* v, int64_t off, int64_t m) {
-        if constexpr (std::is_same_v<T, C>) {  // the whole range at once: written in place
-          T* o = out + base + off;
-          channel_runs(off, m, L.C, [&](int64_t i, int64_t c, int64_t n) {
-            for (int64_t j = 0; j < n; ++j) o[i + j] = f(c + j, v[i + j]);
-          });
-        } else {  // a block of at most kBlock values
-          C z[kBlock];
-          channel_runs(off, m, L.C, [&](int64_t i, int64_t c, int64_t n) {
-            for (int64_t j = 0; j < n; ++j) z[i + j] = f(c + j, v[i + j]);
-          });
-          store_block(z, out + base + off, m);
-        }
-      });
-    });
-    return;
-  }
   parallel_for(L.N * L.C, L.S, [&](int64_t r0, int64_t r1) {
     C z[kBlock];
     for (int64_t r = r0; r < r1; ++r) {
@@ -284,6 +204,11 @@ void apply(const Tensor& y, const Tensor& x, const Tensor& scale, const Tensor& 
   const Layout L(x);
   const C* a = scale.data_ptr<C>();
   const C* b = shift.data_ptr<C>();
+  if (L.S == 1) {
+    if (relu) bn_rows::apply<T, true>(y.data_ptr<T>(), x.data_ptr<T>(), L.N, L.C, a, b);
+    else bn_rows::apply<T, false>(y.data_ptr<T>(), x.data_ptr<T>(), L.N, L.C, a, b);
+    return;
+  }
   if (relu) per_channel_map<T>(y.data_ptr<T>(), x.data_ptr<T>(), L, [a, b](int64_t c, C v) { return relu_of(v * a[c] + b[c]); });
   else per_channel_map<T>(y.data_ptr<T>(), x.data_ptr<T>(), L, [a, b](int64_t c, C v) { return v * a[c] + b[c]; });
 }
@@ -303,17 +228,7 @@ void backward(const Tensor& gx, const Tensor& sum_dy, const Tensor& sum_dy_xhat,
   // Pass 1: per channel sum(dy) and sum(dy * (x - mean)).
   if (L.S == 1) {  // rows of channels
     std::vector<double> s1, s2;
-    row_chunk_sums(L.N, L.C, s1, s2, [&](int64_t r0, int64_t r1, double* a, double* b) {
-      const int64_t base = r0 * L.C;
-      for_grad_blocks<Masked>(gp + base, xp + base, yp + base, (r1 - r0) * L.C, [&](const C* g, const C* v, int64_t off, int64_t m) {
-        channel_runs(off, m, L.C, [&](int64_t i, int64_t c, int64_t n) {
-          for (int64_t j = 0; j < n; ++j) {
-            a[c + j] += g[i + j];
-            b[c + j] += static_cast<double>(g[i + j]) * (static_cast<double>(v[i + j]) - mp[c + j]);
-          }
-        });
-      });
-    });
+    bn_rows::grad_sums<T, Masked>(gp, xp, yp, L.N, L.C, mp, s1, s2);
     for (int64_t c = 0; c < L.C; ++c) {
       sdy[c] = static_cast<C>(s1[c]);
       sdx[c] = static_cast<C>(s2[c] * ip[c]);
@@ -357,26 +272,7 @@ void backward(const Tensor& gx, const Tensor& sum_dy, const Tensor& sum_dy_xhat,
   }
   T* out = gx.data_ptr<T>();
   const C *A = ca.data(), *B = cb.data(), *D = cd.data();
-  if (L.S == 1) {
-    parallel_for(L.N, std::max<int64_t>(1, 2 * L.C), [&](int64_t n0, int64_t n1) {
-      const int64_t base = n0 * L.C;
-      for_grad_blocks<Masked>(gp + base, xp + base, yp + base, (n1 - n0) * L.C, [&](const C* g, const C* v, int64_t off, int64_t m) {
-        auto dx = [&](C* o) {
-          channel_runs(off, m, L.C, [&](int64_t i, int64_t c, int64_t n) {
-            for (int64_t j = 0; j < n; ++j) o[i + j] = A[c + j] * g[i + j] + B[c + j] * v[i + j] + D[c + j];
-          });
-        };
-        if constexpr (std::is_same_v<T, C>) {  // unmasked f32 passes the whole range: written in place
-          dx(out + base + off);
-        } else {
-          C z[kBlock];
-          dx(z);
-          store_block(z, out + base + off, m);
-        }
-      });
-    });
-    return;
-  }
+  if (L.S == 1) return bn_rows::grad_input<T, Masked>(out, gp, xp, yp, L.N, L.C, A, B, D);
   parallel_for(L.N * L.C, 2 * L.S, [&](int64_t r0, int64_t r1) {
     C z[kBlock];
     for (int64_t r = r0; r < r1; ++r) {
