@@ -64,7 +64,7 @@ void row_kernels(int reps) {
       };
       const double t_copy = best([&] { dst.copy_(x); });
       const double t_stats = best([&] { K.batch_norm_stats.get(cpu, dt)(mean, var, x); });
-      const double t_apply = best([&] { K.batch_norm_apply.get(cpu, dt)(y, x, scale, shift, true); });
+      const double t_apply = best([&] { K.batch_norm_apply.get(cpu, dt)(y, x, scale, shift, true, Tensor()); });
       const double t_bwd = best([&] { K.batch_norm_backward.get(cpu, dt)(gx, s1, s2, gy, x, mean, var, scale, true, Tensor()); });
       const double t_masked = best([&] { K.batch_norm_backward.get(cpu, dt)(gx, s1, s2, gy, x, mean, var, scale, true, y); });
       // Tensors read and written: copy 2, stats 1, apply 2, backward 5 (gy, x twice; gx), masked 7.

@@ -82,8 +82,9 @@ ModulePtr BatchNorm::clone_structure() const {
 
 Tensor BatchNorm::forward(const Tensor& x) { return normalize(x, false); }
 Tensor BatchNorm::forward_relu(const Tensor& x) { return normalize(x, true); }
+Tensor BatchNorm::forward_add_relu(const Tensor& x, const Tensor& residual) { return normalize(x, true, residual); }
 
-Tensor BatchNorm::normalize(const Tensor& x, bool relu) {
+Tensor BatchNorm::normalize(const Tensor& x, bool relu, const Tensor& residual) {
   auto scope = forward_scope();
   const bool ok = expected_dims_ == 2 ? (x.dim() == 2 || x.dim() == 3) : x.dim() == 4;
   MINIDL_CHECK(ok, type_name(), "expected ", expected_dims_ == 2 ? "2D or 3D" : "4D", " input, got ", x.meta_str());
@@ -94,6 +95,8 @@ Tensor BatchNorm::normalize(const Tensor& x, bool relu) {
     // momentum None: cumulative moving average, as PyTorch.
     if (!momentum_) factor = 1.0 / static_cast<double>(num_batches_tracked.item_int());
   }
+  if (residual.defined())
+    return batch_norm_add_relu(x, residual, running_mean, running_var, weight, bias, is_training(), factor, eps_);
   return (relu ? batch_norm_relu : batch_norm)(x, running_mean, running_var, weight, bias, is_training(), factor, eps_);
 }
 

@@ -100,6 +100,8 @@ class BatchNorm : public Layer {
   // relu(forward(x)) in one op (batch_norm_relu: the same values, one pass fewer each way).
   // Sequential calls it for a BatchNorm followed by a ReLU.
   Tensor forward_relu(const Tensor& x);
+  // relu(forward(x) + residual) in one op (batch_norm_add_relu): a ResNet block's tail.
+  Tensor forward_add_relu(const Tensor& x, const Tensor& residual);
   std::string describe() const override;
   std::string type_name() const override { return expected_dims_ == 2 ? "BatchNorm1d" : "BatchNorm2d"; }
   ModulePtr clone_structure() const override;  // a BatchNorm1d or BatchNorm2d of the same configuration
@@ -107,7 +109,7 @@ class BatchNorm : public Layer {
   Tensor weight, bias, running_mean, running_var, num_batches_tracked;
 
  private:
-  Tensor normalize(const Tensor& x, bool relu);
+  Tensor normalize(const Tensor& x, bool relu, const Tensor& residual = Tensor());
 
   int64_t features_;
   int expected_dims_;

@@ -105,9 +105,8 @@ BasicBlock::BasicBlock(int64_t in, int64_t out, int64_t stride) {
 Tensor BasicBlock::forward(const Tensor& x) {
   auto scope = forward_scope();
   Tensor h = bn1_->forward_relu(conv1_->forward(x));
-  h = bn2_->forward(conv2_->forward(h));
   Tensor shortcut = proj_ ? proj_bn_->forward(proj_->forward(x)) : x;
-  return relu(add(h, shortcut));
+  return bn2_->forward_add_relu(conv2_->forward(h), shortcut);  // relu(bn2(conv2(h)) + shortcut), one pass
 }
 
 ModulePtr BasicBlock::clone_structure() const {

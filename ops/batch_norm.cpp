@@ -12,6 +12,9 @@
 // batch_norm_relu is relu(batch_norm(...)) with the ReLU inside those kernels: the normalize pass
 // clamps before it rounds (the same value: rounding keeps the sign), and the backward reads the
 // output alongside gy and zeroes gy where the output is <= 0 (ReluBackward's rule, NaN kept).
+// batch_norm_add_relu is relu(batch_norm(x) + residual), a ResNet block's tail: the normalize pass
+// also reads the residual (one pass instead of three); its backward masks gy once into the
+// residual's gradient, which batch norm's backward then reads as its gy.
 #include "ops/common.h"
 #include "ops/nn_ops.h"
 
@@ -95,11 +98,13 @@ Tensor kernel_view(const Tensor& t, MemoryFormat f) {
   return make_view(t, {C > 0 ? t.numel() / C : 0, C}, {C, 1}, t.offset());
 }
 
-Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x_arg, const Tensor& running_mean,
-                       const Tensor& running_var, const Tensor& weight_arg, const Tensor& bias_arg, bool training,
-                       double momentum, double eps) {
-  amp::AutocastInputs in(kBatchNorm, {x_arg, weight_arg, bias_arg});
-  const Tensor &x_in = in[0], &weight = in[1], &bias = in[2];
+// relu(batch_norm(x) + residual) when residual is defined (batch_norm_add_relu), relu(batch_norm(x))
+// when relu, else batch_norm(x).
+Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x_arg, const Tensor& residual_arg,
+                       const Tensor& running_mean, const Tensor& running_var, const Tensor& weight_arg,
+                       const Tensor& bias_arg, bool training, double momentum, double eps) {
+  amp::AutocastInputs in(kBatchNorm, {x_arg, weight_arg, bias_arg, residual_arg});
+  const Tensor &x_in = in[0], &weight = in[1], &bias = in[2], &residual_in = in[3];
   check_defined(x_in, op, "input");
   MINIDL_CHECK(x_in.dim() >= 2, op, "expected input with at least 2 dims [N, C, ...], got ", x_in.meta_str());
   check_floating(op, x_in);
@@ -110,6 +115,13 @@ Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x_arg, const Ten
   MINIDL_CHECK(running_mean.defined() == running_var.defined(), op,
                "running_mean and running_var must both be given or both be undefined");
   MINIDL_CHECK(eps > 0, op, "eps must be positive, got ", eps);
+  const bool has_residual = residual_in.defined();
+  if (has_residual) {
+    check_same_device(op, x_in, residual_in);
+    MINIDL_CHECK(residual_in.shape() == x_in.shape() && residual_in.dtype() == x_in.dtype(), op,
+                 "the residual must have the input's shape and dtype (it is added to the normalized input), got input ",
+                 x_in.meta_str(), " and residual ", residual_in.meta_str());
+  }
   const int64_t C = x_in.size(1);
   const int64_t M = C > 0 ? x_in.numel() / C : 0;
   const DType cd = compute_dtype(x_in);
@@ -149,17 +161,20 @@ Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x_arg, const Ten
     shift = shift.contiguous();
   }
   Tensor y = empty(x.shape(), TensorOptions(x.dtype()).device(dev).memory_format(fmt));
-  K().batch_norm_apply.get(dev, x.dtype())(kernel_view(y, fmt), kernel_view(x, fmt), scale, shift, relu);
+  const Tensor residual = has_residual ? residual_in.detach().contiguous(fmt) : Tensor();
+  K().batch_norm_apply.get(dev, x.dtype())(kernel_view(y, fmt), kernel_view(x, fmt), scale, shift, relu,
+                                           has_residual ? kernel_view(residual, fmt) : residual);
   const bool need_x = x_in.requires_grad(), need_w = weight.defined() && weight.requires_grad(),
-             need_b = bias.defined() && bias.requires_grad();
+             need_b = bias.defined() && bias.requires_grad(), need_r = has_residual && residual_in.requires_grad();
   std::vector<autograd::Saved> saved{x_in, weight, mean_c, invstd};
   if (relu) saved.push_back(autograd::output(y));  // the ReLU's mask
   autograd::record(
-      relu ? "BatchNormReluBackward" : "NativeBatchNormBackward", {x_in, weight, bias}, {y}, saved,
-      [training, eps, need_x, need_w, need_b, relu](const TensorList& grads, const TensorList& s) {
+      has_residual ? "BatchNormAddReluBackward" : relu ? "BatchNormReluBackward" : "NativeBatchNormBackward",
+      {x_in, weight, bias, residual_in}, {y}, saved,
+      [training, eps, need_x, need_w, need_b, need_r, relu, has_residual](const TensorList& grads, const TensorList& s) {
         const Tensor &xs = s[0], &w = s[1], &mu = s[2], &inv = s[3];
         const Tensor relu_out = relu ? s[4] : Tensor();
-        TensorList r(3);
+        TensorList r(4);
         if (GradMode::is_enabled()) {  // create_graph: differentiable form
           // ReluBackward's rule as ops: the mask is a constant, as in relu's own double backward.
           const Tensor g = relu ? where(le(relu_out.detach(), 0.0), zeros_like(grads[0]), grads[0]) : grads[0];
@@ -167,6 +182,7 @@ Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x_arg, const Ten
           if (need_x) r[0] = c[0];
           if (need_w) r[1] = c[1];
           if (need_b) r[2] = c[2];
+          if (need_r) r[3] = g;
           return r;
         }
         const DType cdt = compute_dtype(xs);
@@ -174,15 +190,26 @@ Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x_arg, const Ten
         const MemoryFormat f = kernel_format(xs);
         Tensor xk = xs.detach().contiguous(f);
         Tensor gy = grads[0].detach();
+        if (has_residual) {
+          // The residual's gradient is gy through the ReLU's mask; batch norm's backward then reads
+          // it unmasked (one pass writes it, none re-reads the mask).
+          const Tensor out = relu_out.detach();
+          Tensor masked = new_empty_like(out.shape(), out.dtype(), d, {&out});
+          K().binary.get(d, out.dtype())(kernels::BinaryOp::ReluBackward, masked,
+                                          gy.dtype() == out.dtype() ? gy : cast(gy, out.dtype()), out, 0, 0);
+          if (need_r) r[3] = masked;
+          gy = masked;
+        }
         if (gy.dtype() != xk.dtype()) gy = cast(gy, xk.dtype());
         gy = gy.contiguous(f);
         Tensor scale = w.defined() ? mul(cast(w.detach(), cdt), inv).contiguous() : inv;
         Tensor sum_dy = new_empty({xs.size(1)}, cdt, d), sum_dy_xhat = new_empty({xs.size(1)}, cdt, d);
         Tensor gx = need_x ? empty(xs.shape(), TensorOptions(xs.dtype()).device(d).memory_format(f)) : Tensor();
-        const Tensor mask = relu ? relu_out.detach().contiguous(f) : Tensor();
+        const bool masked_here = relu && !has_residual;
+        const Tensor mask = masked_here ? relu_out.detach().contiguous(f) : Tensor();
         K().batch_norm_backward.get(d, xk.dtype())(gx.defined() ? kernel_view(gx, f) : gx, sum_dy, sum_dy_xhat,
                                                    kernel_view(gy, f), kernel_view(xk, f), mu, inv, scale, training,
-                                                   relu ? kernel_view(mask, f) : mask);
+                                                   masked_here ? kernel_view(mask, f) : mask);
         r[0] = gx;
         if (need_w) r[1] = sum_dy_xhat;
         if (need_b) r[2] = sum_dy;
@@ -194,12 +221,20 @@ Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x_arg, const Ten
 
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, double momentum, double eps) {
-  return batch_norm_impl("batch_norm", false, x, running_mean, running_var, weight, bias, training, momentum, eps);
+  return batch_norm_impl("batch_norm", false, x, Tensor(), running_mean, running_var, weight, bias, training, momentum, eps);
 }
 
 Tensor batch_norm_relu(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                        const Tensor& bias, bool training, double momentum, double eps) {
-  return batch_norm_impl("batch_norm_relu", true, x, running_mean, running_var, weight, bias, training, momentum, eps);
+  return batch_norm_impl("batch_norm_relu", true, x, Tensor(), running_mean, running_var, weight, bias, training, momentum,
+                         eps);
+}
+
+Tensor batch_norm_add_relu(const Tensor& x, const Tensor& residual, const Tensor& running_mean, const Tensor& running_var,
+                           const Tensor& weight, const Tensor& bias, bool training, double momentum, double eps) {
+  check_defined(residual, "batch_norm_add_relu", "residual");
+  return batch_norm_impl("batch_norm_add_relu", true, x, residual, running_mean, running_var, weight, bias, training,
+                         momentum, eps);
 }
 
 // Channel dropout (torch.nn.functional.dropout2d): one keep/drop draw per (n, c) plane from the

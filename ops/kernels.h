@@ -234,8 +234,10 @@ using AvgPool2dBackwardFn = void (*)(const Tensor& gx, const Tensor& gy, const P
 // are contiguous [C] in the compute dtype (f64 for f64 x, else f32). M = N*S.
 // mean[c], var[c] <- batch mean and biased variance over (N, S).
 using BatchNormStatsFn = void (*)(const Tensor& mean, const Tensor& var, const Tensor& x);
-// y <- x * scale[c] + shift[c], in x's dtype; relu: then y <= 0 ? 0 : y (NaN kept), before rounding.
-using BatchNormApplyFn = void (*)(const Tensor& y, const Tensor& x, const Tensor& scale, const Tensor& shift, bool relu);
+// y <- x * scale[c] + shift[c] (+ residual, when defined: x's shape, dtype and layout), in x's dtype;
+// relu: then y <= 0 ? 0 : y (NaN kept). Computed in the compute dtype, rounded once.
+using BatchNormApplyFn = void (*)(const Tensor& y, const Tensor& x, const Tensor& scale, const Tensor& shift, bool relu,
+                                  const Tensor& residual);
 // sum_dy[c] <- sum gy; sum_dy_xhat[c] <- sum gy * xhat with xhat = (x - mean[c]) * invstd[c]; then, when gx is
 // defined: gx <- scale[c] * (gy - sum_dy[c]/M - xhat * sum_dy_xhat[c]/M) (training) or gy * scale[c] (eval).
 // relu_out defined (batch_norm_relu's output, x's shape and dtype): gy is read as relu_out <= 0 ? 0 : gy

@@ -3,7 +3,7 @@
 //   conv2d, conv_transpose2d (ops/conv.cpp): autocast LowerPrecision; first- and second-order
 //     gradients for input, weight and bias.
 //   max_pool2d, avg_pool2d, adaptive_avg_pool2d (ops/pool.cpp): autocast None; first and second order.
-//   batch_norm, batch_norm_relu (ops/batch_norm.cpp): autocast None; a low-precision input with f32
+//   batch_norm, batch_norm_relu, batch_norm_add_relu (ops/batch_norm.cpp): autocast None; a low-precision input with f32
 //     weight, bias and running stats computes its statistics in f32 and returns the input dtype.
 //   dropout2d (ops/batch_norm.cpp): autocast None.
 // Spatial arguments are {height, width} pairs. Inputs are [N, C, H, W] or unbatched [C, H, W].
@@ -63,6 +63,13 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
 Tensor batch_norm_relu(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
                        const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), bool training = false,
                        double momentum = 0.1, double eps = 1e-5);
+// relu(batch_norm(x, ...) + residual) as one op (a ResNet block's tail; not a torch.nn.functional
+// name): residual has x's shape and dtype. The same running stats bit for bit; the output equals the
+// composite's bit for bit in f32/f64 and is rounded once instead of three times in f16/bf16. One
+// autograd node (BatchNormAddReluBackward) with gradients for x, weight, bias and residual.
+Tensor batch_norm_add_relu(const Tensor& x, const Tensor& residual, const Tensor& running_mean, const Tensor& running_var,
+                           const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), bool training = false,
+                           double momentum = 0.1, double eps = 1e-5);
 
 // Zeroes whole channels with probability p and scales the rest by 1/(1-p) (training only).
 // x [N, C, H, W] or [C, H, W] (one mask value per (n, c) plane).

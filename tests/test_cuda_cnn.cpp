@@ -55,7 +55,7 @@ Grads run_with_grads(F&& f, const std::vector<Tensor>& inputs, const Tensor& gy)
   Grads r;
   r.y = f(leaves);
   r.y.backward(gy);
-  for (const Tensor& l : leaves) r.g.push_back(l.grad().to(Device::cpu()));
+  for (const Tensor& l : leaves) r.g.push_back(l.grad().defined() ? l.grad().to(Device::cpu()) : Tensor());
   r.y = r.y.detach().to(Device::cpu());
   return r;
 }
@@ -122,26 +122,29 @@ TEST_CASE("cuda: average and adaptive pooling and their gradients agree with the
   }
 }
 
-TEST_CASE("cuda: batch norm (and batch_norm_relu) training and eval, forward, running stats and backward agree with the CPU", "[cuda][norm]") {
+TEST_CASE("cuda: batch norm (and batch_norm_relu, batch_norm_add_relu) training and eval, forward, running stats and backward agree with the CPU", "[cuda][norm]") {
   MINIDL_REQUIRE_GPU();
+  const char* names[] = {"batch_norm ", "batch_norm_relu ", "batch_norm_add_relu "};
   for (DType t : kFloat64)
     for (const Shape& shape : {Shape{8, 5, 6, 7}, Shape{64, 5}})
-    for (bool fused_relu : {false, true}) {
-      const std::string what = (fused_relu ? "batch_norm_relu " : "batch_norm ") + shape_str(shape) + " " + dtype_name(t);
+    for (int variant = 0; variant < 3; ++variant) {
+      const std::string what = names[variant] + shape_str(shape) + " " + dtype_name(t);
       // A mean far from 0: the shifted sums must not cancel.
       Tensor x = cast(add(randn_cpu(shape, DType::F32, 31, 2.0), 10.0), t);
       Tensor w = randn_cpu({5}, DType::F32, 32), b = randn_cpu({5}, DType::F32, 33);
+      Tensor residual = randn_cpu(shape, t, 35);
       Tensor gy = randn_cpu(shape, t, 34);
       for (bool training : {true, false}) {
         Tensor hm = zeros({5}), hv = ones({5});
         Tensor dm = on_device(hm), dv = on_device(hv);
         auto make = [&](Tensor& rm, Tensor& rv) {
-          return [&, training](const std::vector<Tensor>& in) {
-            return (fused_relu ? batch_norm_relu : batch_norm)(in[0], rm, rv, in[1], in[2], training, 0.1, 1e-5);
+          return [&, training, variant](const std::vector<Tensor>& in) {
+            if (variant == 2) return batch_norm_add_relu(in[0], in[3], rm, rv, in[1], in[2], training, 0.1, 1e-5);
+            return (variant == 1 ? batch_norm_relu : batch_norm)(in[0], rm, rv, in[1], in[2], training, 0.1, 1e-5);
           };
         };
-        Grads h = run_with_grads(make(hm, hv), {x, w, b}, gy);
-        Grads d = run_with_grads(make(dm, dv), {on_device(x), on_device(w), on_device(b)}, on_device(gy));
+        Grads h = run_with_grads(make(hm, hv), {x, w, b, residual}, gy);
+        Grads d = run_with_grads(make(dm, dv), {on_device(x), on_device(w), on_device(b), on_device(residual)}, on_device(gy));
         const std::string mode = training ? " training" : " eval";
         // Normalized values are O(1): the output rounds once into t after f32 (f64) arithmetic.
         const double tol = 2 * eps_of(t) + 64 * acc_eps(t);
@@ -153,6 +156,7 @@ TEST_CASE("cuda: batch norm (and batch_norm_relu) training and eval, forward, ru
         check_close(d.g[0], h.g[0], gtol, gtol, what + mode + " grad x");
         check_close(d.g[1], h.g[1], gtol, gtol * std::sqrt(M), what + mode + " grad weight");
         check_close(d.g[2], h.g[2], gtol, gtol * std::sqrt(M), what + mode + " grad bias");
+        if (variant == 2) check_close(d.g[3], h.g[3], 0, 0, what + mode + " grad residual (gy where the output is > 0)");
       }
     }
 }

@@ -429,6 +429,105 @@ TEST_CASE("batch_norm_relu equals relu(batch_norm): its output and running stats
   omp_set_num_threads(outer);
 }
 
+TEST_CASE("batch_norm_add_relu equals relu(batch_norm + residual): f32/f64 bit for bit, f16/bf16 one rounding", "[norm][fused]") {
+  // The fused apply adds the residual before it rounds; its backward masks gy once (the residual's
+  // gradient) and runs batch norm's backward on that, as the composite's ReluBackward, AddBackward
+  // and NativeBatchNormBackward do. 2-D, NCHW and channels-last 4-D (the row and plane kernels), one
+  // and two threads, training and eval, a NaN in the residual (NaN passes the ReLU both ways).
+  const int outer = omp_get_max_threads();
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    for (int layout = 0; layout < 3; ++layout)
+      for (DType dt : {DType::F32, DType::F64, DType::BF16, DType::F16})
+        for (bool training : {true, false}) {
+          const Shape shape = layout == 0 ? Shape{6, 5} : Shape{2, 16, 5, 7};
+          const MemoryFormat fmt = layout == 2 ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+          INFO("threads " << threads << " " << shape_str(shape) << (layout == 2 ? " channels-last " : " ") << dtype_name(dt)
+                          << (training ? " train" : " eval"));
+          const int64_t C = shape[1];
+          const Tensor x0 = cast(random_tensor(shape, 90, -2, 2), dt).contiguous(fmt);
+          Tensor r0 = cast(random_tensor(shape, 91, -1, 1), dt);
+          {  // one NaN in the residual
+            std::vector<double> v = r0.to_vector<double>();
+            v[3] = std::numeric_limits<double>::quiet_NaN();
+            r0 = cast(from_vector(v).reshape(shape), dt).contiguous(fmt);
+          }
+          const Tensor gy = cast(random_tensor(shape, 92, -1, 1), dt).contiguous(fmt);
+          const DType pt = dt == DType::F64 ? DType::F64 : DType::F32;
+          const Tensor w0 = cast(from_vector(random_values(C, 0.5, 1.5, 93)), pt), b0 = cast(from_vector(random_values(C, -1, 1, 94)), pt);
+          const Tensor rm0 = cast(from_vector(random_values(C, -0.5, 0.5, 95)), pt), rv0 = cast(from_vector(random_values(C, 0.5, 2, 96)), pt);
+          // mode 0: fused; 1: the composite; 2: batch norm alone given gy masked by the fused output
+          // (the residual's gradient is then that masked gy itself).
+          Tensor fused_out;
+          auto run = [&](int mode) {
+            // clone() gives NCHW: the channels-last copies are made here.
+            Tensor x = x0.detach().clone().contiguous(fmt).requires_grad_(), r = r0.detach().clone().contiguous(fmt).requires_grad_();
+            Tensor w = w0.detach().clone().requires_grad_(), b = b0.detach().clone().requires_grad_();
+            Tensor rm = rm0.clone(), rv = rv0.clone();
+            Tensor y;
+            if (mode == 0) {
+              y = batch_norm_add_relu(x, r, rm, rv, w, b, training, 0.1, 1e-5);
+              CHECK(y.grad_fn()->name() == "BatchNormAddReluBackward");
+              if (x0.dim() == 4) CHECK(y.suggest_memory_format() == fmt);
+              y.backward(gy);
+              fused_out = y.detach();
+            } else if (mode == 1) {
+              y = relu(add(batch_norm(x, rm, rv, w, b, training, 0.1, 1e-5), r));
+              y.backward(gy);
+            } else {
+              const Tensor masked = where(le(fused_out, 0.0), zeros_like(gy), gy);
+              y = batch_norm(x, rm, rv, w, b, training, 0.1, 1e-5);
+              y.backward(masked);
+              r.set_grad(masked);
+            }
+            return TL{y.detach(), rm, rv, x.grad(), r.grad(), w.grad(), b.grad()};
+          };
+          const TL fused = run(0), plain = run(1), masked_by_fused = run(2);
+          const char* what[] = {"y", "running mean", "running var", "x grad", "residual grad", "w grad", "b grad"};
+          for (size_t i = 0; i < fused.size(); ++i) {
+            INFO(what[i]);
+            if (i >= 3) CHECK(same_bits(fused[i], masked_by_fused[i]));
+            if (!is_low_precision(dt) || i == 1 || i == 2) {
+              CHECK(same_bits(fused[i], plain[i]));
+            } else if (i == 0) {
+              // One rounding of the exact sum against two (batch norm's output, then the add's).
+              CHECK(max_diff(nan_to_zero(fused[i]), nan_to_zero(plain[i])) <= 2 * traits(dt).eps * (1 + max_abs(nan_to_zero(plain[i]))));
+              CHECK(same_bits(isnan(fused[i]), isnan(plain[i])));
+            }
+          }
+        }
+  }
+  omp_set_num_threads(outer);
+}
+
+TEST_CASE("batch_norm_add_relu gradient checks (first and second order) and its errors", "[norm][grad][fused]") {
+  const std::vector<GradCase> cases = {
+      {.name = "train 4-D x, residual, w, b", .shapes = {{3, 2, 3, 2}, {3, 2, 3, 2}, {2}, {2}},
+       .fn = [](const TL& v) { return batch_norm_add_relu(v[0], v[1], zeros({2}, DType::F64), ones({2}, DType::F64), v[2], v[3], true, 0.1, 1e-5); }},
+      {.name = "train 2-D squared", .shapes = {{5, 3}, {5, 3}, {3}, {3}},
+       .fn = [](const TL& v) { return sq(batch_norm_add_relu(v[0], v[1], Tensor(), Tensor(), v[2], v[3], true, 0.1, 1e-5)); }},
+      {.name = "train channels-last", .shapes = {{2, 3, 2, 2}, {2, 3, 2, 2}},
+       .fn = [](const TL& v) {
+         return sq(batch_norm_add_relu(v[0].contiguous(MemoryFormat::ChannelsLast), v[1], Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5));
+       }},
+      {.name = "eval", .shapes = {{2, 3, 2, 2}, {2, 3, 2, 2}, {3}, {3}},
+       .fn = [](const TL& v) {
+         return sq(batch_norm_add_relu(v[0], v[1], zeros({3}, DType::F64), full({3}, 1.5, DType::F64), v[2], v[3], false, 0.1, 1e-5));
+       }},
+  };
+  for (const GradCase& c : cases) {
+    INFO(c.name);
+    CHECK(run_case(c) == "");
+  }
+  const Tensor x = randn({2, 3, 4, 4});
+  CHECK_THROWS_WITH(batch_norm_add_relu(x, randn({2, 3, 4, 5}), Tensor(), Tensor(), Tensor(), Tensor(), true),
+                    Catch::Contains("batch_norm_add_relu") && Catch::Contains("residual must have the input's shape and dtype"));
+  CHECK_THROWS_WITH(batch_norm_add_relu(x, cast(x, DType::BF16), Tensor(), Tensor(), Tensor(), Tensor(), true),
+                    Catch::Contains("batch_norm_add_relu") && Catch::Contains("residual"));
+  CHECK_THROWS_WITH(batch_norm_add_relu(x, Tensor(), Tensor(), Tensor(), Tensor(), Tensor(), true),
+                    Catch::Contains("batch_norm_add_relu") && Catch::Contains("residual"));
+}
+
 TEST_CASE("Sequential runs a BatchNorm followed by a plain ReLU as batch_norm_relu, the same values", "[norm][fused][nn]") {
   auto make = [](bool relu_autocast) {
     auto seq = std::make_shared<nn::Sequential>();

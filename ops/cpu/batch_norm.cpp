@@ -1,7 +1,7 @@
 // CPU batch norm kernels over x viewed as [N, C, S]: per-channel statistics (one pass, shifted sums
 // accumulated in f64), the per-channel affine apply y = x*scale + shift (one pass), and the backward
 // (one pass for sum(dy) and sum(dy*xhat), one pass writing dx = a*dy + b*x + d with per-channel
-// constants). With batch_norm_relu's ReLU the apply clamps in the same pass and the backward reads
+// constants). batch_norm_add_relu's residual is added in the apply's pass. With the ReLU the apply clamps in the same pass and the backward reads
 // the ReLU's output alongside gy, zeroing gy where it is <= 0 (ReluBackward's rule), in both
 // passes. f16/bf16 are widened to f32 in blocks. Channels (statistics) or rows (element-wise
 // passes) are split across the pool. With S == 1 (2-D input, or channels-last images) the
@@ -176,21 +176,29 @@ void stats(const Tensor& mean, const Tensor& var, const Tensor& x) {
   });
 }
 
-// out[n, c, s] = f(c, x[n, c, s]) for every element, plane by plane (S > 1).
-template <class T, class F>
-void per_channel_map(T* out, const T* x, const Layout& L, F&& f) {
+// y[n, c, s] = x * scale[c] + shift[c] (+ residual when Residual), then the ReLU when Relu, plane by
+// plane (S > 1), rounded to T once at the end.
+template <class T, bool Relu, bool Residual>
+void apply_planes(T* y, const T* x, const T* residual, const Layout& L, const compute_t<T>* scale,
+                  const compute_t<T>* shift) {
   using C = compute_t<T>;
+  auto value = [](C v, C a, C b, C r) {
+    C z = v * a + b;
+    if constexpr (Residual) z += r;
+    return Relu ? relu_of(z) : z;
+  };
   parallel_for(L.N * L.C, L.S, [&](int64_t r0, int64_t r1) {
     C z[kBlock];
     for (int64_t r = r0; r < r1; ++r) {
-      const int64_t c = r % L.C;
-      T* o = out + r * L.S;
+      const C a = scale[r % L.C], b = shift[r % L.C];
+      T* o = y + r * L.S;
+      const T* res = Residual ? residual + r * L.S : x + r * L.S;  // unread unless Residual
       if constexpr (std::is_same_v<T, C>) {
         const C* v = x + r * L.S;
-        for (int64_t i = 0; i < L.S; ++i) o[i] = f(c, v[i]);
+        for (int64_t i = 0; i < L.S; ++i) o[i] = value(v[i], a, b, res[i]);
       } else {
-        for_blocks(x + r * L.S, L.S, [&](const C* v, int64_t off, int64_t m) {
-          for (int64_t i = 0; i < m; ++i) z[i] = f(c, v[i]);
+        for_blocks2(x + r * L.S, res, L.S, [&](const C* v, const C* rv, int64_t off, int64_t m) {
+          for (int64_t i = 0; i < m; ++i) z[i] = value(v[i], a, b, rv[i]);
           store_block(z, o + off, m);
         });
       }
@@ -199,18 +207,25 @@ void per_channel_map(T* out, const T* x, const Layout& L, F&& f) {
 }
 
 template <class T>
-void apply(const Tensor& y, const Tensor& x, const Tensor& scale, const Tensor& shift, bool relu) {
+void apply(const Tensor& y, const Tensor& x, const Tensor& scale, const Tensor& shift, bool relu, const Tensor& residual) {
   using C = compute_t<T>;
   const Layout L(x);
   const C* a = scale.data_ptr<C>();
   const C* b = shift.data_ptr<C>();
-  if (L.S == 1) {
-    if (relu) bn_rows::apply<T, true>(y.data_ptr<T>(), x.data_ptr<T>(), L.N, L.C, a, b);
-    else bn_rows::apply<T, false>(y.data_ptr<T>(), x.data_ptr<T>(), L.N, L.C, a, b);
-    return;
+  T* yp = y.data_ptr<T>();
+  const T* xp = x.data_ptr<T>();
+  const T* rp = residual.defined() ? residual.data_ptr<T>() : nullptr;
+  auto run = [&]<bool Relu, bool Residual>() {
+    if (L.S == 1) bn_rows::apply<T, Relu, Residual>(yp, xp, rp, L.N, L.C, a, b);
+    else apply_planes<T, Relu, Residual>(yp, xp, rp, L, a, b);
+  };
+  if (rp) {
+    if (relu) run.template operator()<true, true>();
+    else run.template operator()<false, true>();
+  } else {
+    if (relu) run.template operator()<true, false>();
+    else run.template operator()<false, false>();
   }
-  if (relu) per_channel_map<T>(y.data_ptr<T>(), x.data_ptr<T>(), L, [a, b](int64_t c, C v) { return relu_of(v * a[c] + b[c]); });
-  else per_channel_map<T>(y.data_ptr<T>(), x.data_ptr<T>(), L, [a, b](int64_t c, C v) { return v * a[c] + b[c]; });
 }
 
 template <class T, bool Masked>
@@ -300,8 +315,8 @@ void backward(const Tensor& gx, const Tensor& sum_dy, const Tensor& sum_dy_xhat,
 void stats_fn(const Tensor& mean, const Tensor& var, const Tensor& x) {
   visit_floating(x.dtype(), "batch_norm_stats", [&]<class T>() { stats<T>(mean, var, x); });
 }
-void apply_fn(const Tensor& y, const Tensor& x, const Tensor& scale, const Tensor& shift, bool relu) {
-  visit_floating(x.dtype(), "batch_norm_apply", [&]<class T>() { apply<T>(y, x, scale, shift, relu); });
+void apply_fn(const Tensor& y, const Tensor& x, const Tensor& scale, const Tensor& shift, bool relu, const Tensor& residual) {
+  visit_floating(x.dtype(), "batch_norm_apply", [&]<class T>() { apply<T>(y, x, scale, shift, relu, residual); });
 }
 void backward_fn(const Tensor& gx, const Tensor& sum_dy, const Tensor& sum_dy_xhat, const Tensor& gy, const Tensor& x,
                  const Tensor& mean, const Tensor& invstd, const Tensor& scale, bool training, const Tensor& relu_out) {

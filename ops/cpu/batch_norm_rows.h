@@ -199,14 +199,17 @@ void stats(const T* x, int64_t rows, int64_t C, compute_t<T>* mean, compute_t<T>
   }
 }
 
-// y = x * scale[c] + shift[c], then clamped at 0 when Relu (NaN kept), before rounding to T.
-template <class T, bool Relu>
-void apply(T* y, const T* x, int64_t rows, int64_t C, const compute_t<T>* scale, const compute_t<T>* shift) {
+// y = x * scale[c] + shift[c] (+ residual when Residual), then clamped at 0 when Relu (NaN kept),
+// rounded to T once at the end.
+template <class T, bool Relu, bool Residual>
+void apply(T* y, const T* x, const T* residual, int64_t rows, int64_t C, const compute_t<T>* scale,
+           const compute_t<T>* shift) {
   using Cm = compute_t<T>;
   for_chunks(rows, C, [&](int64_t r0, int64_t r1) {
-    thread_local ThreadBuffer in_buf, out_buf;
+    thread_local ThreadBuffer in_buf, res_buf, out_buf;
     const int64_t n = (r1 - r0) * C;
     const Cm* v = widened(x + r0 * C, n, in_buf);
+    const Cm* res = Residual ? widened(residual + r0 * C, n, res_buf) : nullptr;
     ChunkOut<T> o(y + r0 * C, n, out_buf);
     for_tiles(C, [&]<int W>(int64_t c0, int w) {
       const int tw = W ? W : w;
@@ -219,7 +222,8 @@ void apply(T* y, const T* x, int64_t rows, int64_t C, const compute_t<T>* scale,
         const Cm* in = v + r * C + c0;
         Cm* out = o.values + r * C + c0;
         for (int j = 0; j < tw; ++j) {
-          const Cm z = in[j] * a[j] + b[j];
+          Cm z = in[j] * a[j] + b[j];
+          if constexpr (Residual) z += res[r * C + c0 + j];
           out[j] = Relu ? (z <= Cm(0) ? Cm(0) : z) : z;
         }
       }

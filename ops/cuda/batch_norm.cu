@@ -47,12 +47,13 @@ __global__ void stats_kernel(compute_t<T>* mean, compute_t<T>* var, const T* x, 
 }
 
 template <class T>
-__global__ void apply_kernel(T* y, const T* x, const compute_t<T>* scale, const compute_t<T>* shift, int64_t C, int64_t S,
-                             int64_t total, bool relu) {
+__global__ void apply_kernel(T* y, const T* x, const T* residual, const compute_t<T>* scale, const compute_t<T>* shift,
+                             int64_t C, int64_t S, int64_t total, bool relu) {
   using Cp = compute_t<T>;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t c = (i / S) % C;
     Cp v = load(x[i]) * scale[c] + shift[c];
+    if (residual != nullptr) v += load(residual[i]);  // batch_norm_add_relu's shortcut
     if (relu && v <= Cp(0)) v = Cp(0);  // ReLU's rule: NaN propagates
     y[i] = convert<T>(v);
   }
@@ -131,7 +132,7 @@ void stats_fn(const Tensor& mean, const Tensor& var, const Tensor& x) {
   });
 }
 
-void apply_fn(const Tensor& y, const Tensor& x, const Tensor& scale, const Tensor& shift, bool relu) {
+void apply_fn(const Tensor& y, const Tensor& x, const Tensor& scale, const Tensor& shift, bool relu, const Tensor& residual) {
   minidl::cuda::DeviceGuard guard(x.device());
   const Layout L(x);
   const int64_t n = x.numel();
@@ -139,7 +140,9 @@ void apply_fn(const Tensor& y, const Tensor& x, const Tensor& scale, const Tenso
   visit_floating(x.dtype(), "batch_norm_apply", [&](auto tag) {
     using T = typename decltype(tag)::type;
     apply_kernel<T><<<grid_for(n, x.device().index), kThreads, 0, stream_of(x)>>>(
-        static_cast<T*>(y.raw_data()), static_cast<const T*>(x.raw_data()), cptr<T>(scale), cptr<T>(shift), L.C, L.S, n, relu);
+        static_cast<T*>(y.raw_data()), static_cast<const T*>(x.raw_data()),
+        residual.defined() ? static_cast<const T*>(residual.raw_data()) : nullptr, cptr<T>(scale), cptr<T>(shift), L.C, L.S,
+        n, relu);
     MINIDL_CUDA_CHECK_LAUNCH("batch_norm_apply");
   });
 }
