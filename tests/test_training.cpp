@@ -1,9 +1,13 @@
 // End-to-end training behaviour: a convergence test on a generated data set (f32, bf16 autocast,
-// fp16 autocast + GradScaler), and an interrupted run resumed from a checkpoint in fresh objects
-// that ends bitwise equal to an uninterrupted one.
+// fp16 autocast + GradScaler), an interrupted run resumed from a checkpoint in fresh objects that
+// ends bitwise equal to an uninterrupted one, and the zoo's models trained twice on two threads
+// ending bitwise equal.
 #include <catch2/catch.hpp>
+#include <omp.h>
+
 #include <cstdio>
 #include <cstring>
+#include <functional>
 
 #include "data/dataloader.h"
 #include "data/tensor_dataset.h"
@@ -125,4 +129,57 @@ TEST_CASE("resuming from a checkpoint in fresh objects is bitwise identical", "[
     }
     CHECK(whole.scaler->get_scale() == second.scaler->get_scale());
   }
+}
+
+TEST_CASE("the zoo's models trained twice from the same seed on two threads end bitwise equal", "[training][determinism]") {
+  // Large enough for the parallel paths: the pool's chunked loops, batch norm's chunked sums,
+  // oneDNN's convolutions on a batch split across threads, the GEMMs. Three runs each, so a
+  // reduction whose order depended on which thread took which chunk would show.
+  const int outer = omp_get_max_threads();
+  omp_set_num_threads(2);
+  struct Case {
+    const char* name;
+    std::function<std::shared_ptr<nn::Layer>()> make;
+    Shape input;
+  };
+  const Case cases[] = {
+      {"mlp b128", [] { return std::make_shared<nn::models::MLP>(784, std::vector<int64_t>{256, 256}, 10); }, {128, 784}},
+      {"lenet b32", [] { return std::make_shared<nn::models::LeNet5>(); }, {32, 1, 28, 28}},
+      {"cnn b8", [] { return std::make_shared<nn::models::SmallCNN>(); }, {8, 3, 32, 32}},
+      {"resnet20 b8", [] { return std::make_shared<nn::models::ResNet20>(); }, {8, 3, 32, 32}},
+  };
+  for (const Case& c : cases)
+    for (std::optional<DType> amp_dtype : {std::optional<DType>(), std::optional<DType>(DType::BF16)}) {
+      INFO(c.name << (amp_dtype ? " bf16 autocast" : " f32"));
+      auto train = [&] {
+        manual_seed(5);
+        std::shared_ptr<nn::Layer> model = c.make();
+        optim::SGD opt(model->parameters(), optim::SGDOptions(0.05).momentum(0.9));
+        Generator g(6);
+        for (int step = 0; step < 3; ++step) {
+          Tensor x = randn(c.input, {}, &g), y = randint(0, 10, {c.input[0]}, DType::I64, &g);
+          opt.zero_grad();
+          Tensor loss;
+          {
+            amp::autocast scope(DeviceType::CPU, amp_dtype, amp_dtype.has_value());
+            loss = cross_entropy(model->forward(x), y);
+          }
+          loss.backward();
+          opt.step();
+        }
+        std::vector<std::vector<float>> params;
+        for (const Tensor& p : model->parameters()) params.push_back(p.to_vector<float>());
+        return params;
+      };
+      const auto first = train();
+      for (int run = 1; run < 3; ++run) {
+        const auto again = train();
+        REQUIRE(again.size() == first.size());
+        for (size_t i = 0; i < first.size(); ++i) {
+          INFO("run " << run << ", parameter " << i);
+          CHECK(std::memcmp(again[i].data(), first[i].data(), first[i].size() * sizeof(float)) == 0);
+        }
+      }
+    }
+  omp_set_num_threads(outer);
 }
