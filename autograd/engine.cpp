@@ -109,9 +109,10 @@ void accumulate_into_leaf(const AccumulateGrad& acc, Tensor g, bool create_graph
       impl->grad = g.impl_ptr();
     } else {
       // Keep the incoming buffer when nothing else can see it; otherwise copy so that later
-      // in-place updates of .grad (unscale, clipping) cannot reach another tensor.
+      // in-place updates of .grad (unscale, clipping) cannot reach another tensor. Either way .grad
+      // is contiguous, whatever the leaf's layout (PyTorch lays it out as the leaf; README).
       bool unique = g.impl_ptr().use_count() <= 2 && g.impl()->storage.use_count() == 1 && g.is_contiguous();
-      impl->grad = (unique ? g.detach() : g.detach().clone()).impl_ptr();
+      impl->grad = (unique ? g.detach() : g.detach().clone(MemoryFormat::Contiguous)).impl_ptr();
     }
   } else if (create_graph || impl->grad->requires_grad) {
     // Out of place, as PyTorch, when either graph must be kept: a .grad made by create_graph is

@@ -126,7 +126,11 @@ class Tensor {
   Tensor contiguous() const;
   // This tensor when dense in format f, else a copy that is (differentiable, as contiguous()).
   Tensor contiguous(MemoryFormat f) const;
+  // A copy of the data (differentiable). Without a format it keeps a channels-last tensor
+  // channels-last and makes every other one contiguous (PyTorch's preserve_format keeps any dense
+  // strides; minidl allocates only these two layouts).
   Tensor clone() const;
+  Tensor clone(MemoryFormat f) const;
 
   // ---- views (share storage; differentiable)
   Tensor view(const Shape& shape) const;

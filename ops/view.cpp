@@ -250,23 +250,20 @@ Tensor Tensor::expand(const Shape& shape_in) const {
                  [in_shape](const TensorList& g, const TensorList&) { return TensorList{sum_to(g[0], in_shape)}; });
 }
 
-Tensor Tensor::contiguous() const {
-  if (is_contiguous()) return *this;
-  return clone();
-}
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(MemoryFormat::Contiguous); }
 
 Tensor Tensor::contiguous(MemoryFormat f) const {
-  if (f == MemoryFormat::Contiguous) return contiguous();
-  MINIDL_CHECK(dim() == 4, "contiguous", "required rank 4 tensor to use channels_last format, got ", meta_str());
-  if (is_contiguous(f)) return *this;
-  Tensor out = empty(shape(), TensorOptions(dtype()).device(device()).memory_format(f));
-  K().copy.get(device(), dtype())(out, *this);
-  autograd::record("CloneBackward", {*this}, {out}, {}, [](const TensorList& g, const TensorList&) { return TensorList{g[0]}; });
-  return out;
+  if (f == MemoryFormat::ChannelsLast)
+    MINIDL_CHECK(dim() == 4, "contiguous", "required rank 4 tensor to use channels_last format, got ", meta_str());
+  return is_contiguous(f) ? *this : clone(f);
 }
 
-Tensor Tensor::clone() const {
-  Tensor out = empty(shape(), TensorOptions(dtype()).device(device()));
+Tensor Tensor::clone() const { return clone(suggest_memory_format()); }
+
+Tensor Tensor::clone(MemoryFormat f) const {
+  if (f == MemoryFormat::ChannelsLast)
+    MINIDL_CHECK(dim() == 4, "clone", "required rank 4 tensor to use channels_last format, got ", meta_str());
+  Tensor out = empty(shape(), TensorOptions(dtype()).device(device()).memory_format(f));
   K().copy.get(device(), dtype())(out, *this);
   autograd::record("CloneBackward", {*this}, {out}, {}, [](const TensorList& g, const TensorList&) { return TensorList{g[0]}; });
   return out;
@@ -289,6 +286,14 @@ Tensor Tensor::to(Device d) const {
 // ---- in-place
 
 const Tensor& Tensor::zero_() const { return fill_(0.0); }
+
+namespace {
+// The element-wise kernels write a contiguous result, and on the CPU a channels-last one too.
+void check_dense_destination(const char* op, const Tensor& t) {
+  const bool dense = t.is_contiguous() || (t.device().is_cpu() && t.dim() == 4 && t.is_contiguous(MemoryFormat::ChannelsLast));
+  MINIDL_CHECK(dense, op, "in-place ", op, " needs a contiguous (or, on the CPU, channels-last) destination, got a strided view");
+}
+}  // namespace
 
 const Tensor& Tensor::fill_(double value) const {
   check_inplace("fill_", *this);
@@ -314,7 +319,7 @@ const Tensor& Tensor::add_(const Tensor& other, double alpha) const {
   Tensor o = other.dtype() == dtype() ? other : cast(other.detach(), dtype());
   MINIDL_CHECK(broadcast_shapes(shape(), o.shape(), "add_") == shape(), "add_", "other ", shape_str(o.shape()),
                " does not broadcast to ", shape_str(shape()));
-  MINIDL_CHECK(is_contiguous(), "add_", "in-place add needs a contiguous destination, got a strided view");
+  check_dense_destination("add_", *this);
   K().binary.get(device(), dtype())(kernels::BinaryOp::Add, *this, *this, o.detach(), 0.0, alpha);
   bump_version();
   return *this;
@@ -322,7 +327,7 @@ const Tensor& Tensor::add_(const Tensor& other, double alpha) const {
 
 const Tensor& Tensor::mul_(double value) const {
   check_inplace("mul_", *this);
-  MINIDL_CHECK(is_contiguous(), "mul_", "in-place multiply needs a contiguous destination, got a strided view");
+  check_dense_destination("mul_", *this);
   K().binary.get(device(), dtype())(kernels::BinaryOp::Mul, *this, *this, Tensor(), value, 1.0);
   bump_version();
   return *this;
@@ -331,7 +336,7 @@ const Tensor& Tensor::mul_(double value) const {
 const Tensor& Tensor::mul_(const Tensor& other) const {
   check_inplace("mul_", *this);
   check_same_device("mul_", *this, other);
-  MINIDL_CHECK(is_contiguous(), "mul_", "in-place multiply needs a contiguous destination, got a strided view");
+  check_dense_destination("mul_", *this);
   Tensor o = other.dtype() == dtype() ? other : cast(other.detach(), dtype());
   MINIDL_CHECK(broadcast_shapes(shape(), o.shape(), "mul_") == shape(), "mul_", "other ", shape_str(o.shape()),
                " does not broadcast to ", shape_str(shape()));

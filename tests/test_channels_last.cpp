@@ -75,6 +75,66 @@ TEST_CASE("memory formats: channels-last strides, density checks and copies", "[
                     Catch::Contains("contiguous") && Catch::Contains("rank 4"));
 }
 
+TEST_CASE("clone keeps a channels-last tensor so; contiguous() and clone(Contiguous) give NCHW", "[channels_last]") {
+  const Tensor x = random_tensor({2, 3, 4, 5}, 11, DType::F32);
+  const Tensor c = x.contiguous(kCL);
+  const Tensor kept = c.clone();  // PyTorch's clone(memory_format=torch.preserve_format)
+  CHECK(kept.is_contiguous(kCL));
+  CHECK_FALSE(kept.is_contiguous());
+  CHECK_FALSE(kept.is_same(c));
+  CHECK(max_diff(kept, x) == 0.0);
+  for (const Tensor& nchw : {c.clone(MemoryFormat::Contiguous), c.contiguous()}) {
+    CHECK(nchw.is_contiguous());
+    CHECK(nchw.strides() == Shape{60, 20, 5, 1});
+    CHECK(max_diff(nchw, x) == 0.0);
+  }
+  CHECK(x.clone().is_contiguous());
+  CHECK(x.clone(kCL).is_contiguous(kCL));
+  CHECK(max_diff(x.clone(kCL), x) == 0.0);
+  // Other strides (a transpose) come back contiguous.
+  const Tensor t = random_tensor({3, 4}, 12, DType::F32).transpose(0, 1);
+  CHECK(t.clone().is_contiguous());
+  CHECK(max_diff(t.clone(), t) == 0.0);
+  CHECK_THROWS_WITH(random_tensor({2, 3, 4}, 13, DType::F32).clone(kCL), Catch::Contains("clone") && Catch::Contains("rank 4"));
+
+  // Differentiable: the gradient reaches the input in its own layout.
+  Tensor leaf = random_tensor({2, 3, 2, 2}, 14, DType::F64).requires_grad_();
+  sum(mul(leaf.contiguous(kCL).clone(), 2.0)).backward();
+  CHECK(leaf.grad().is_contiguous());
+  CHECK(max_diff(leaf.grad(), full_like(leaf, 2.0)) == 0.0);
+}
+
+TEST_CASE("in-place add_ and mul_ on a channels-last clone keep its layout; a leaf's .grad is contiguous", "[channels_last][autograd]") {
+  const Tensor x = random_tensor({2, 3, 4, 4}, 15, DType::F32);
+  const Tensor other = random_tensor({2, 3, 4, 4}, 16, DType::F32);
+  const Tensor y = x.contiguous(kCL).clone();
+  y.add_(other, 2.0);
+  y.mul_(3.0);
+  y.mul_(other.contiguous(kCL));
+  CHECK(y.is_contiguous(kCL));
+  CHECK(max_diff(y, mul(mul(add(x, mul(other, 2.0)), 3.0), other)) == 0.0);
+  // A strided view that is dense in neither layout is still refused, naming the op.
+  const Tensor strided = random_tensor({4, 6}, 17, DType::F32).transpose(0, 1);
+  CHECK_THROWS_WITH(strided.add_(strided), Catch::Contains("add_") && Catch::Contains("strided view"));
+  CHECK_THROWS_WITH(strided.mul_(2.0), Catch::Contains("mul_") && Catch::Contains("strided view"));
+
+  // .grad is contiguous whatever the layout of the leaf or of the incoming gradient (PyTorch lays
+  // it out as the leaf; README), and accumulates in place across backward passes.
+  for (bool leaf_channels_last : {false, true})
+    for (bool grad_channels_last : {false, true}) {
+      INFO("leaf " << (leaf_channels_last ? "channels-last" : "NCHW") << ", incoming gradient "
+                   << (grad_channels_last ? "channels-last" : "NCHW"));
+      Tensor leaf = (leaf_channels_last ? x.contiguous(kCL) : x.clone()).detach().requires_grad_();
+      const Tensor w = grad_channels_last ? other.contiguous(kCL) : other;
+      sum(mul(leaf, w)).backward();
+      CHECK(leaf.grad().is_contiguous());
+      CHECK(max_diff(leaf.grad(), other) == 0.0);
+      sum(mul(leaf, w)).backward();
+      CHECK(leaf.grad().is_contiguous());
+      CHECK(max_diff(leaf.grad(), mul(other, 2.0)) == 0.0);
+    }
+}
+
 TEST_CASE("element-wise ops keep channels-last images so and compute the same values", "[channels_last]") {
   // 16 channels x 9 x 7 pixels x 2 images: above the parallel grain with the large shape, so the
   // memory-order loop is also split across threads.
