@@ -4,6 +4,7 @@
 // exactness (round-to-nearest-even on chosen bit patterns, overflow, subnormals, NaN) on both the
 // vectorized and the scalar paths; the DType traits table.
 #include <catch2/catch.hpp>
+#include <omp.h>
 
 #include <bit>
 #include <cmath>
@@ -491,9 +492,14 @@ TEST_CASE("f16/bf16 matmul accumulates in f32: error within eps/2 of the result 
 TEST_CASE("bf16 products on oneDNN's bf16 matmul match the widened f32 GEMM", "[low_precision][linear][dnnl]") {
   namespace dc = kernels::cpu::dnnl_conv;
   struct Restore {
-    ~Restore() { dc::set_native_bf16(true); }
+    int threads = omp_get_max_threads();
+    ~Restore() {
+      dc::set_native_bf16(true);
+      omp_set_num_threads(threads);
+    }
   } restore;
   dc::set_native_bf16(true);
+  omp_set_num_threads(2);  // products above the GEMM's threshold cut into two threads' row slabs
   if (!dc::native_bf16()) {
     WARN("skipped: oneDNN finds no AVX512_BF16 on this CPU (or was not built in)");
     return;
@@ -501,7 +507,8 @@ TEST_CASE("bf16 products on oneDNN's bf16 matmul match the widened f32 GEMM", "[
   const double eps = traits(DType::BF16).eps;
   uint64_t seed = 4200;
   // The MLP's products (fc1 forward, its weight gradient through transposed views, the 10-class
-  // head), odd sizes, and one product the slabs of two threads split.
+  // head), odd sizes, and one product the slabs of two threads split unevenly; a column-major a
+  // (layouts 1 and 3) has each slab's rows copied row-major first.
   const std::vector<std::array<int64_t, 3>> sizes = {{128, 784, 256}, {256, 128, 784}, {128, 256, 10}, {40, 90, 80}, {300, 200, 500}};
   for (const auto& size : sizes) {
     const int64_t m = size[0], k = size[1], n = size[2];  // not a structured binding: clang 14 cannot capture one

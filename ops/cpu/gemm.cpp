@@ -141,23 +141,25 @@ void gemm_block(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b,
 // operands: a slab of rows of a row-major a (and of c) is dense, a slab of columns, or of rows of a
 // column-major a, is not and takes its jit GEMM, 2.1-4.2x slower per multiply-add than the brgemm
 // kernel (ONEDNN_VERBOSE, MLP b128 step on Zen 5, 2 threads: slower than the whole product on one
-// thread). Such
-// products are cut into row slabs of multiples of 16 rows, or not cut: the first slab's thread runs
-// the whole product.
+// thread). Such products are cut into row slabs of multiples of 16 rows, or not cut (the first
+// slab's thread runs the whole product). A column-major a (a weight gradient's gy^T) has each
+// thread's rows copied row-major into its own buffer first: m x k values against 2mnk flops.
 template <class S, class T = S>
 void gemm_slab(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b, T* c, int64_t ldc, Scalar<T> alpha,
                Scalar<T> beta, int64_t slab, int64_t slabs) {
   int64_t align = 48;
   bool rows = m >= n;
+  bool dense_rows_of_a = false;
   if constexpr (std::is_same_v<S, bfloat16>) {
     if (dnnl_matmul::takes_bf16()) {
       constexpr int64_t kRowAlign = 16;
-      if (!a.row_major || m < 2 * kRowAlign) {
+      if (m < 2 * kRowAlign) {
         if (slab == 0) gemm_block(m, n, k, a, b, c, ldc, alpha, beta);
         return;
       }
       rows = true;
       align = kRowAlign;
+      dense_rows_of_a = !a.row_major;
     }
   }
   const int64_t len = rows ? m : n;
@@ -165,6 +167,16 @@ void gemm_slab(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b, 
   chunk = std::min(len, (chunk + align - 1) / align * align);
   const int64_t s0 = std::min(len, slab * chunk), s1 = std::min(len, s0 + chunk);
   if (s0 >= s1) return;
+  if (dense_rows_of_a) {
+    thread_local ThreadBuffer rows_of_a;
+    S* dense = static_cast<S*>(rows_of_a.reserve(static_cast<size_t>((s1 - s0) * k) * sizeof(S)));
+    for (int64_t j = 0; j < k; ++j) {
+      const S* column = a.at(s0, j);
+      for (int64_t i = 0; i < s1 - s0; ++i) dense[i * k + j] = column[i];
+    }
+    gemm_block(s1 - s0, n, k, MatrixRef<S>{dense, true, k}, b, c + s0 * ldc, ldc, alpha, beta);
+    return;
+  }
   if (rows) gemm_block(s1 - s0, n, k, MatrixRef<S>{a.at(s0, 0), a.row_major, a.ld}, b, c + s0 * ldc, ldc, alpha, beta);
   else gemm_block(m, s1 - s0, k, a, MatrixRef<S>{b.at(0, s0), b.row_major, b.ld}, c + s0, ldc, alpha, beta);
 }

@@ -1,0 +1,113 @@
+// The CPU kernels' thread pool (ops/cpu/parallel.cpp, parallel_chunks in ops/cpu/loops.h): every
+// chunk runs exactly once for any chunk and thread count, a thread that finishes its own range
+// takes the chunks left in another's, the caller runs the first range itself, exceptions reach the
+// caller, and a job started inside a chunk runs on its caller's thread.
+#include <catch2/catch.hpp>
+#include <omp.h>
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "ops/cpu/loops.h"
+
+using namespace minidl;
+using kernels::cpu::parallel_chunks;
+
+namespace {
+struct RestoreThreads {
+  int threads = omp_get_max_threads();
+  ~RestoreThreads() { omp_set_num_threads(threads); }
+};
+}  // namespace
+
+TEST_CASE("thread pool: every chunk runs exactly once, for any chunk and thread count", "[parallel]") {
+  RestoreThreads restore;
+  for (int threads : {1, 2, 3, 4})
+    for (int64_t chunks : {1, 2, 3, 7, 64, 65, 1000}) {
+      INFO(threads << " threads, " << chunks << " chunks");
+      omp_set_num_threads(threads);
+      std::vector<std::atomic<int>> runs(static_cast<size_t>(chunks));
+      for (int rep = 0; rep < 3; ++rep) parallel_chunks(chunks, [&](int64_t c) { runs[static_cast<size_t>(c)].fetch_add(1); });
+      int64_t wrong = 0;
+      for (const auto& r : runs) wrong += r.load() != 3;
+      CHECK(wrong == 0);
+    }
+}
+
+TEST_CASE("thread pool: a thread done with its own range takes the chunks left in another's", "[parallel]") {
+  // Two threads, eight chunks: the caller's range is 0-3, the worker's 4-7. Chunk 0 holds the
+  // caller until chunks 1-3 have run (10 s at most), so they can only have run on the worker,
+  // after its own range.
+  RestoreThreads restore;
+  omp_set_num_threads(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::vector<std::atomic<bool>> done(8);
+  std::vector<std::thread::id> ran_on(8);
+  parallel_chunks(8, [&](int64_t c) {
+    if (c == 0) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (!(done[1] && done[2] && done[3]) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    ran_on[static_cast<size_t>(c)] = std::this_thread::get_id();
+    done[static_cast<size_t>(c)] = true;
+  });
+  CHECK(ran_on[0] == caller);
+  for (int c = 1; c < 8; ++c) {
+    INFO("chunk " << c);
+    CHECK(done[static_cast<size_t>(c)]);
+    CHECK(ran_on[static_cast<size_t>(c)] != caller);
+  }
+}
+
+TEST_CASE("thread pool: the caller runs its own range, the first, before anything else", "[parallel]") {
+  // Two threads, eight chunks. A chunk on the worker waits until chunks 0-3 have run (5 s at
+  // most): with the caller taking its range (0-3) in order, they all run on the caller, so the
+  // same part of each tensor stays with the same core from one kernel to the next.
+  RestoreThreads restore;
+  omp_set_num_threads(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::vector<std::atomic<bool>> done(8);
+  std::vector<std::thread::id> ran_on(8);
+  parallel_chunks(8, [&](int64_t c) {
+    if (std::this_thread::get_id() != caller) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (!(done[0] && done[1] && done[2] && done[3]) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    ran_on[static_cast<size_t>(c)] = std::this_thread::get_id();
+    done[static_cast<size_t>(c)] = true;
+  });
+  for (int c = 0; c < 4; ++c) {
+    INFO("chunk " << c);
+    CHECK(ran_on[static_cast<size_t>(c)] == caller);
+  }
+}
+
+TEST_CASE("thread pool: an exception in a chunk reaches the caller; nested jobs run on the calling thread", "[parallel]") {
+  RestoreThreads restore;
+  omp_set_num_threads(2);
+  CHECK_THROWS_WITH(parallel_chunks(100,
+                                    [](int64_t c) {
+                                      if (c == 37) throw std::runtime_error("chunk 37 failed");
+                                    }),
+                    "chunk 37 failed");
+  // The pool still runs jobs afterwards.
+  std::atomic<int64_t> sum{0};
+  parallel_chunks(100, [&](int64_t c) { sum += c; });
+  CHECK(sum == 4950);
+
+  std::atomic<int> inner_runs{0}, inner_elsewhere{0};
+  parallel_chunks(4, [&](int64_t) {
+    const std::thread::id outer = std::this_thread::get_id();
+    parallel_chunks(16, [&](int64_t) {
+      inner_runs += 1;
+      inner_elsewhere += std::this_thread::get_id() != outer;
+    });
+  });
+  CHECK(inner_runs == 64);
+  CHECK(inner_elsewhere == 0);
+}
