@@ -161,6 +161,37 @@ TEST_CASE("cuda: batch norm (and batch_norm_relu, batch_norm_add_relu) training 
     }
 }
 
+TEST_CASE("cuda: batch_norm_add_relu with channels-last x or residual agrees with the CPU's NCHW result", "[cuda][norm][channels_last]") {
+  MINIDL_REQUIRE_GPU();
+  // The CUDA kernels take NCHW: a channels-last x or shortcut is copied to it first, whichever of
+  // the two comes channels-last.
+  constexpr MemoryFormat kCL = MemoryFormat::ChannelsLast;
+  const Shape shape{8, 5, 6, 7};
+  Tensor x = add(randn_cpu(shape, DType::F32, 41, 2.0), 10.0);
+  Tensor residual = randn_cpu(shape, DType::F32, 42), gy = randn_cpu(shape, DType::F32, 43);
+  Tensor w = randn_cpu({5}, DType::F32, 44), b = randn_cpu({5}, DType::F32, 45);
+  Tensor hm = zeros({5}), hv = ones({5});
+  auto f = [](Tensor& rm, Tensor& rv) {
+    return [&](const std::vector<Tensor>& in) { return batch_norm_add_relu(in[0], in[3], rm, rv, in[1], in[2], true, 0.1, 1e-5); };
+  };
+  const Grads h = run_with_grads(f(hm, hv), {x, w, b, residual}, gy);
+  for (int layout = 1; layout < 4; ++layout) {
+    const bool x_cl = layout & 1, r_cl = layout & 2;
+    const std::string what = std::string("x ") + (x_cl ? "channels-last" : "NCHW") + ", residual " + (r_cl ? "channels-last" : "NCHW");
+    Tensor dx = on_device(x), dr = on_device(residual);
+    if (x_cl) dx = dx.contiguous(kCL);
+    if (r_cl) dr = dr.contiguous(kCL);
+    Tensor dm = on_device(zeros({5})), dv = on_device(ones({5}));
+    const Grads d = run_with_grads(f(dm, dv), {dx, on_device(w), on_device(b), dr}, on_device(gy));
+    const double tol = 2 * eps_of(DType::F32) + 64 * acc_eps(DType::F32);
+    check_close(d.y, h.y, tol, tol, what + " output");
+    const double gtol = 2 * eps_of(DType::F32) + 8 * std::sqrt(8.0 * 6 * 7) * acc_eps(DType::F32) * 4;
+    check_close(d.g[0], h.g[0], gtol, gtol, what + " grad x");
+    check_close(d.g[3], h.g[3], 0, 0, what + " grad residual");
+    check_close(dm, hm, 64 * acc_eps(DType::F32), 64 * acc_eps(DType::F32), what + " running mean");
+  }
+}
+
 TEST_CASE("cuda: random fills draw the CPU's numbers for the same seed and offset", "[cuda][random]") {
   MINIDL_REQUIRE_GPU();
   const Shape shape{3, 1001};  // not a multiple of 4: the last Philox block is partial
