@@ -5,8 +5,10 @@
 #include <catch2/catch.hpp>
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -37,50 +39,49 @@ TEST_CASE("thread pool: every chunk runs exactly once, for any chunk and thread 
     }
 }
 
-TEST_CASE("thread pool: a thread done with its own range takes the chunks left in another's", "[parallel]") {
-  // Two threads, eight chunks: the caller's range is 0-3, the worker's 4-7. Chunk 0 holds the
-  // caller until chunks 1-3 have run (10 s at most), so they can only have run on the worker,
-  // after its own range.
-  RestoreThreads restore;
+namespace {
+// Eight chunks on two threads, where a chunk for which holds(chunk, on_caller) is true first waits
+// (10 s at most) until every chunk in `until` has run. Which thread ran each chunk, or a default id
+// for a chunk that never ran.
+std::vector<std::thread::id> run_eight_holding(const std::function<bool(int64_t, bool)>& holds, const std::vector<int>& until) {
   omp_set_num_threads(2);
   const std::thread::id caller = std::this_thread::get_id();
   std::vector<std::atomic<bool>> done(8);
   std::vector<std::thread::id> ran_on(8);
   parallel_chunks(8, [&](int64_t c) {
-    if (c == 0) {
+    if (holds(c, std::this_thread::get_id() == caller)) {
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (!(done[1] && done[2] && done[3]) && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      auto all_done = [&] { return std::all_of(until.begin(), until.end(), [&](int u) { return done[static_cast<size_t>(u)].load(); }); };
+      while (!all_done() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
     ran_on[static_cast<size_t>(c)] = std::this_thread::get_id();
     done[static_cast<size_t>(c)] = true;
   });
+  return ran_on;
+}
+}  // namespace
+
+TEST_CASE("thread pool: a thread done with its own range takes the chunks left in another's", "[parallel]") {
+  // The caller's range is 0-3, the worker's 4-7. Chunk 0 holds the caller until chunks 1-3 have
+  // run, so they can only have run on the worker, after its own range.
+  RestoreThreads restore;
+  const std::thread::id caller = std::this_thread::get_id();
+  const auto ran_on = run_eight_holding([](int64_t c, bool) { return c == 0; }, {1, 2, 3});
   CHECK(ran_on[0] == caller);
   for (int c = 1; c < 8; ++c) {
     INFO("chunk " << c);
-    CHECK(done[static_cast<size_t>(c)]);
+    CHECK(ran_on[static_cast<size_t>(c)] != std::thread::id());
     CHECK(ran_on[static_cast<size_t>(c)] != caller);
   }
 }
 
 TEST_CASE("thread pool: the caller runs its own range, the first, before anything else", "[parallel]") {
-  // Two threads, eight chunks. A chunk on the worker waits until chunks 0-3 have run (5 s at
-  // most): with the caller taking its range (0-3) in order, they all run on the caller, so the
-  // same part of each tensor stays with the same core from one kernel to the next.
+  // A chunk on the worker waits until chunks 0-3 have run: with the caller taking its range (0-3)
+  // in order, they all run on the caller, so the same part of each tensor stays with the same core
+  // from one kernel to the next.
   RestoreThreads restore;
-  omp_set_num_threads(2);
   const std::thread::id caller = std::this_thread::get_id();
-  std::vector<std::atomic<bool>> done(8);
-  std::vector<std::thread::id> ran_on(8);
-  parallel_chunks(8, [&](int64_t c) {
-    if (std::this_thread::get_id() != caller) {
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-      while (!(done[0] && done[1] && done[2] && done[3]) && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
-    }
-    ran_on[static_cast<size_t>(c)] = std::this_thread::get_id();
-    done[static_cast<size_t>(c)] = true;
-  });
+  const auto ran_on = run_eight_holding([](int64_t, bool on_caller) { return !on_caller; }, {0, 1, 2, 3});
   for (int c = 0; c < 4; ++c) {
     INFO("chunk " << c);
     CHECK(ran_on[static_cast<size_t>(c)] == caller);
