@@ -109,8 +109,9 @@ void accumulate_into_leaf(const AccumulateGrad& acc, Tensor g, bool create_graph
       impl->grad = g.impl_ptr();
     } else {
       // Keep the incoming buffer when nothing else can see it; otherwise copy so that later
-      // in-place updates of .grad (unscale, clipping) cannot reach another tensor. Either way .grad
-      // is contiguous, whatever the leaf's layout (PyTorch lays it out as the leaf; README).
+      // in-place updates of .grad (unscale, clipping) cannot reach another tensor. Either way this
+      // .grad is contiguous, whatever the leaf's layout (PyTorch lays it out as the leaf; README);
+      // under create_graph it is the incoming gradient itself, in its own layout.
       bool unique = g.impl_ptr().use_count() <= 2 && g.impl()->storage.use_count() == 1 && g.is_contiguous();
       impl->grad = (unique ? g.detach() : g.detach().clone(MemoryFormat::Contiguous)).impl_ptr();
     }
@@ -134,7 +135,7 @@ void retain_grads(const Node& node, const TensorList& grads) {
   for (const auto& [nr, weak] : node.retained)
     if (auto impl = weak.lock(); impl && grads[nr].defined()) {
       if (impl->grad) impl->grad = add(Tensor(impl->grad), grads[nr]).impl_ptr();
-      else impl->grad = grads[nr].detach().clone().impl_ptr();
+      else impl->grad = grads[nr].detach().clone(MemoryFormat::Contiguous).impl_ptr();
     }
 }
 

@@ -172,7 +172,7 @@ void Optimizer::load_state_dict(const StateDict& sd) {
     Tensor v = t.detach();
     if (v.is_floating_point()) v = v.to(p.dtype());
     v = v.to(p.device());
-    if (v.impl()->storage == t.impl()->storage) v = v.clone();
+    if (v.impl()->storage == t.impl()->storage) v = v.clone(MemoryFormat::Contiguous);
     new_state[p.impl()].buffers.set(tname.substr(dot + 1), v.contiguous());
   }
   // Hyper-parameters: the saved values replace the current ones (PyTorch).

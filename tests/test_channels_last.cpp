@@ -133,6 +133,14 @@ TEST_CASE("in-place add_ and mul_ on a channels-last clone keep its layout; a le
       CHECK(leaf.grad().is_contiguous());
       CHECK(max_diff(leaf.grad(), mul(other, 2.0)) == 0.0);
     }
+  // So is a retained gradient of a channels-last non-leaf.
+  Tensor leaf = x.contiguous(kCL).detach().requires_grad_();
+  Tensor inner = mul(leaf, 2.0);
+  REQUIRE(inner.is_contiguous(kCL));
+  inner.retain_grad();
+  mul(inner, 3.0).backward(other.contiguous(kCL));  // inner's gradient arrives channels-last
+  CHECK(inner.grad().is_contiguous());
+  CHECK(max_diff(inner.grad(), mul(other, 3.0)) == 0.0);
 }
 
 TEST_CASE("element-wise ops keep channels-last images so and compute the same values", "[channels_last]") {

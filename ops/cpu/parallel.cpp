@@ -6,10 +6,11 @@
 //   - a job is a number of chunks in one contiguous range per thread; the caller and any worker
 //     that joins claim chunks from their own range first, then from the others', through atomic
 //     counters, so a late worker finds nothing left and the caller has run the job alone. On time,
-//     each thread runs the same part of a tensor in every job of a step (the caller the first),
-//     so data stays in the cache of the core that wrote it: with chunks claimed from one shared
-//     counter, an MLP step's SGD update took 2.7x longer on two threads than on one
-//     (bench/README.md, performance log 24);
+//     the caller runs the first part of a tensor in every job of a step and, with two threads, the
+//     worker the rest (with more, workers take the other ranges in the order they arrive), so data
+//     stays in the cache of the core that wrote it: with chunks claimed from one shared counter,
+//     an MLP step's SGD update took 2.7x longer on two threads than on one (bench/README.md,
+//     performance log 24);
 //   - the caller waits only for chunks a worker has claimed and is running;
 //   - idle workers spin for a short while (back-to-back kernels of a step stay hot), then sleep on
 //     a futex (std::atomic::wait), so an idle pool costs nothing to the data loader's threads.
