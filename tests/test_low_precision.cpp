@@ -4,7 +4,6 @@
 // exactness (round-to-nearest-even on chosen bit patterns, overflow, subnormals, NaN) on both the
 // vectorized and the scalar paths; the DType traits table.
 #include <catch2/catch.hpp>
-#include <omp.h>
 
 #include <bit>
 #include <cmath>
@@ -18,6 +17,7 @@
 #include "ops/cpu/conv_dnnl.h"
 #include "ops/cpu/matmul_dnnl.h"
 #include "minidl.h"
+#include "thread_count.h"
 
 using namespace minidl;
 
@@ -492,14 +492,10 @@ TEST_CASE("f16/bf16 matmul accumulates in f32: error within eps/2 of the result 
 TEST_CASE("bf16 products on oneDNN's bf16 matmul match the widened f32 GEMM", "[low_precision][linear][dnnl]") {
   namespace dc = kernels::cpu::dnnl_conv;
   struct Restore {
-    int threads = omp_get_max_threads();
-    ~Restore() {
-      dc::set_native_bf16(true);
-      omp_set_num_threads(threads);
-    }
+    ~Restore() { dc::set_native_bf16(true); }
   } restore;
   dc::set_native_bf16(true);
-  omp_set_num_threads(2);  // products above the GEMM's threshold cut into two threads' row slabs
+  const minidl::testing::ThreadCount two(2);  // products above the GEMM's threshold cut into two threads' row slabs
   if (!dc::native_bf16()) {
     WARN("skipped: oneDNN finds no AVX512_BF16 on this CPU (or was not built in)");
     return;

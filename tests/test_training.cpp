@@ -3,8 +3,6 @@
 // ends bitwise equal to an uninterrupted one, and the zoo's models trained twice on two threads
 // ending bitwise equal.
 #include <catch2/catch.hpp>
-#include <omp.h>
-
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -13,6 +11,7 @@
 #include "data/tensor_dataset.h"
 #include "minidl.h"
 #include "nn/models.h"
+#include "thread_count.h"
 
 using namespace minidl;
 
@@ -135,8 +134,7 @@ TEST_CASE("the zoo's models trained twice from the same seed on two threads end 
   // Large enough for the parallel paths: the pool's chunked loops, batch norm's chunked sums,
   // oneDNN's convolutions on a batch split across threads, the GEMMs. Three runs each, so a
   // reduction whose order depended on which thread took which chunk would show.
-  const int outer = omp_get_max_threads();
-  omp_set_num_threads(2);
+  const minidl::testing::ThreadCount two(2);
   struct Case {
     const char* name;
     std::function<std::shared_ptr<nn::Layer>()> make;
@@ -181,5 +179,4 @@ TEST_CASE("the zoo's models trained twice from the same seed on two threads end 
         }
       }
     }
-  omp_set_num_threads(outer);
 }
