@@ -61,7 +61,7 @@ std::pair<Tensor, Tensor> ref_max_pool(const Tensor& xt, const PoolSpec& ps) {
             const int64_t ih = oh * ps.s[0] - ps.p[0] + i * ps.d[0], iw = ow * ps.s[1] - ps.p[1] + j * ps.d[1];
             if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
             const double v = x[nc * H * W + ih * W + iw];
-            if (bi < 0 || v > best) {
+            if (bi < 0 || v > best || std::isnan(v)) {  // PyTorch's rule: a NaN replaces the maximum
               best = v;
               bi = ih * W + iw;
             }
@@ -194,6 +194,31 @@ TEST_CASE("max_pool2d: first maximum wins, NaN propagates, f16/bf16 exact", "[po
     Tensor yl = max_pool2d(xl, {3, 3}, {2, 2}, {1, 1});
     CHECK(yl.dtype() == dt);
     CHECK(max_diff(yl, max_pool2d(cast(xl, DType::F32), {3, 3}, {2, 2}, {1, 1})) == 0.0);
+  }
+}
+
+TEST_CASE("max_pool2d 2x2 rows of every width up to 40: ties in every order, NaNs, exact indices", "[pool]") {
+  // Values from {0, 1, 2} make ties between every pair of a window's taps; the vector row kernel
+  // (16 outputs a step, masked tails) must still pick the first maximum in row-major order.
+  for (int64_t W = 2; W <= 40; ++W) {
+    INFO("W " << W);
+    std::vector<double> v(static_cast<size_t>(2 * 3 * 4 * W));
+    uint32_t state = 12345u + static_cast<uint32_t>(W);
+    for (double& e : v) {
+      state = state * 1664525u + 1013904223u;
+      e = static_cast<double>((state >> 24) % 3);
+      if ((state >> 8) % 23 == 0) e = NAN;
+    }
+    Tensor x = from_vector(v, {2, 3, 4, W});
+    const PoolSpec ps{{2, 2}, {2, 2}, {0, 0}};
+    auto [ry, ri] = ref_max_pool(x, ps);
+    for (DType dt : {DType::F32, DType::F64, DType::BF16}) {
+      MaxPoolResult r = max_pool2d_with_indices(cast(x, dt), ps.k, ps.s, ps.p, ps.d, ps.ceil_mode);
+      REQUIRE(r.values.shape() == ry.shape());
+      const std::vector<double> got = r.values.to_vector<double>(), want = ry.to_vector<double>();
+      for (size_t i = 0; i < want.size(); ++i) CHECK((got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i]))));
+      CHECK(r.indices.to_vector<int64_t>() == ri.to_vector<int64_t>());
+    }
   }
 }
 
