@@ -14,7 +14,7 @@
 #include "ops/cpu/scalar.h"
 #include "ops/kernels.h"
 
-#if defined(__AVX512F__)
+#if defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -105,6 +105,45 @@ inline int64_t max_row_2x2(const float* a, int64_t W, int64_t base, int64_t n, f
     const __m512i pos = _mm512_add_epi32(k, _mm512_slli_epi32(_mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int32_t>(o))), 1));
     _mm512_mask_storeu_epi64(ind + o, static_cast<__mmask8>(out_mask), _mm512_add_epi64(base64, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(pos))));
     _mm512_mask_storeu_epi64(ind + o + 8, static_cast<__mmask8>(out_mask >> 8), _mm512_add_epi64(base64, _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(pos, 1))));
+  }
+  return n;
+}
+#elif defined(__AVX2__)
+// The AVX2 kernel set's f32 row, as the AVX-512 one above: 8 outputs a step, masked at the end.
+inline int64_t max_row_2x2(const float* a, int64_t W, int64_t base, int64_t n, float* out, int64_t* ind) {
+  const float* b = a + W;
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i off_a1 = _mm256_set1_epi32(1), off_b0 = _mm256_set1_epi32(static_cast<int32_t>(W)),
+                off_b1 = _mm256_set1_epi32(static_cast<int32_t>(W + 1));
+  const __m256i base64 = _mm256_set1_epi64x(base);
+  // Even and odd columns of 16 values in two registers, in order (shuffles work within 128-bit halves).
+  auto split = [](__m256 lo, __m256 hi, int which) {
+    const __m256 s = which == 0 ? _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)) : _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1));
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), _MM_SHUFFLE(3, 1, 2, 0)));
+  };
+  for (int64_t o = 0; o < n; o += 8) {
+    const int32_t r = static_cast<int32_t>(std::min<int64_t>(8, n - o));
+    // Lanes below the count: loads of the first 8 input values and of the next 8, and the outputs.
+    const __m256i in_lo = _mm256_cmpgt_epi32(_mm256_set1_epi32(2 * r), lane);
+    const __m256i in_hi = _mm256_cmpgt_epi32(_mm256_set1_epi32(2 * r - 8), lane);
+    const __m256i out_mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(r), lane);
+    const __m256 alo = _mm256_maskload_ps(a + 2 * o, in_lo), ahi = _mm256_maskload_ps(a + 2 * o + 8, in_hi);
+    const __m256 blo = _mm256_maskload_ps(b + 2 * o, in_lo), bhi = _mm256_maskload_ps(b + 2 * o + 8, in_hi);
+    __m256 m = split(alo, ahi, 0);
+    __m256 k = _mm256_setzero_ps();  // the winners' offsets, int32 bits
+    auto take = [&](__m256 v, __m256i at) {
+      const __m256 t = _mm256_or_ps(_mm256_cmp_ps(v, m, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+      m = _mm256_blendv_ps(m, v, t);
+      k = _mm256_blendv_ps(k, _mm256_castsi256_ps(at), t);
+    };
+    take(split(alo, ahi, 1), off_a1);
+    take(split(blo, bhi, 0), off_b0);
+    take(split(blo, bhi, 1), off_b1);
+    _mm256_maskstore_ps(out + o, out_mask, m);
+    const __m256i pos = _mm256_add_epi32(_mm256_castps_si256(k), _mm256_slli_epi32(_mm256_add_epi32(lane, _mm256_set1_epi32(static_cast<int32_t>(o))), 1));
+    const __m256i mlo = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(out_mask)), mhi = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(out_mask, 1));
+    _mm256_maskstore_epi64(reinterpret_cast<long long*>(ind + o), mlo, _mm256_add_epi64(base64, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(pos))));
+    _mm256_maskstore_epi64(reinterpret_cast<long long*>(ind + o + 4), mhi, _mm256_add_epi64(base64, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(pos, 1))));
   }
   return n;
 }
