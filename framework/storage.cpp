@@ -26,7 +26,7 @@ Allocator* allocator_for(Device device) {
 void set_allocator(DeviceType type, Allocator* allocator) { slot(type) = allocator; }
 
 Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
-  data_ = allocator_for(device)->allocate(nbytes);
+  data_ = allocator_for(device)->allocate_on(nbytes, device);
 }
 
 Storage::Storage(void* external, size_t nbytes, Device device)

@@ -16,6 +16,13 @@ struct Allocator {
   virtual ~Allocator() = default;
   virtual void* allocate(size_t nbytes) = 0;
   virtual void deallocate(void* p, size_t nbytes) = 0;
+  // A block for a tensor on `device` (what Storage calls). An allocator serving several devices of
+  // its type (the CUDA one: one cache per GPU) must take it from that device's memory; the default
+  // ignores the index.
+  virtual void* allocate_on(size_t nbytes, Device device) {
+    (void)device;
+    return allocate(nbytes);
+  }
 };
 
 Allocator* allocator_for(Device device);

@@ -26,6 +26,7 @@
 #include "framework/cuda.h"
 #include "minidl.h"
 #include "framework/cuda/caching_allocator.h"
+#include "framework/storage.h"
 #include "ops/foreach.h"
 #include "ops/kernels.h"
 #include "cuda_checks.h"
@@ -281,6 +282,33 @@ TEST_CASE("caching allocator: concurrent use keeps the books", "[cuda][allocator
   CHECK(s.num_frees == 4000);
   CHECK(s.reserved == s.cached);
   CHECK(static_cast<int64_t>(dev.live.size()) == s.device_allocs);
+}
+
+TEST_CASE("storage: a CUDA tensor's block is asked for on its own device, not the current one", "[cuda][allocator]") {
+  // Without this, every tensor of cuda:1 (a DataParallel replica, an NCCL rank's model) would get
+  // memory of cuda:0, the thread's current device, and its kernels would fault on cuda:1.
+  struct Recording final : Allocator {
+    std::vector<int> devices;  // -1: asked without a device
+    void* allocate(size_t n) override {
+      devices.push_back(-1);
+      return std::malloc(n);
+    }
+    void* allocate_on(size_t n, Device d) override {
+      devices.push_back(d.index);
+      return std::malloc(n);
+    }
+    void deallocate(void* p, size_t) override { std::free(p); }
+  };
+  Allocator* prev = nullptr;  // the real one on a GPU machine; none (refilled on use) elsewhere
+  if (cuda::is_available()) prev = allocator_for(Device::cuda(0));
+  Recording rec;
+  set_allocator(DeviceType::CUDA, &rec);
+  {
+    Storage s1(64, Device::cuda(1));
+    Storage s0(64, Device::cuda(0));
+  }
+  set_allocator(DeviceType::CUDA, prev);
+  CHECK(rec.devices == std::vector<int>{1, 0});
 }
 
 TEST_CASE("cuda: format_bytes", "[cuda]") {

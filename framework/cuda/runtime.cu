@@ -109,8 +109,9 @@ void synchronize(int device) {
 
 namespace {
 // The Allocator the Storage layer sees: one CachingAllocatorCore per device over cudaMalloc/cudaFree.
-// Allocator::allocate carries no device, so blocks come from the calling thread's current device
-// (cuda:0 unless a DeviceGuard is active); frees find the owning device's cache by pointer.
+// A tensor's block comes from its own device (allocate_on, which Storage calls); a bare allocate()
+// carries no device and takes the calling thread's current one. Frees find the owning device's
+// cache by pointer.
 class DeviceCachingAllocator final : public Allocator {
  public:
   DeviceCachingAllocator() {
@@ -145,6 +146,7 @@ class DeviceCachingAllocator final : public Allocator {
   }
 
   void* allocate(size_t nbytes) override { return core(get_current_device()).allocate(nbytes); }
+  void* allocate_on(size_t nbytes, Device device) override { return core(device.index).allocate(nbytes); }
 
   void deallocate(void* p, size_t) override {
     if (!p) return;
