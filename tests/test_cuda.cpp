@@ -490,9 +490,18 @@ TEST_CASE("cuda: integer and bool binary ops", "[cuda]") {
     check_equal(maximum(da, db), maximum(ha, hb), "int max");
     check_equal(eq(da, db), eq(ha, hb), "int eq");
     check_equal(lt(da, 3.0), lt(ha, 3.0), "int lt scalar");
+    // Integer pow stays integer (wrapping; negative exponents truncate), as the CPU kernel.
+    Tensor he = cast(from_vector<int64_t>({3, 0, 2, -1, 21, 1}, {6}), t);
+    check_equal(pow(da, he.to(kCuda)), pow(ha, he), "int pow");
   }
   Tensor hb = gt(a, 0.0), db = hb.to(kCuda);
   check_equal(eq(db, db), eq(hb, hb), "bool eq");
+  // Two bools: add/maximum are a logical or, mul/minimum a logical and.
+  Tensor hc = lt(b, 3.0), dc = hc.to(kCuda);
+  check_equal(add(db, dc), add(hb, hc), "bool add (or)");
+  check_equal(maximum(db, dc), maximum(hb, hc), "bool maximum (or)");
+  check_equal(mul(db, dc), mul(hb, hc), "bool mul (and)");
+  check_equal(minimum(db, dc), minimum(hb, hc), "bool minimum (and)");
   // Accuracy the way a training loop counts it: argmax == target, summed.
   Tensor logits = randn_cpu({50, 10}, DType::F32, 5);
   Tensor target = randint(0, 10, {50}, DType::I64);

@@ -54,6 +54,21 @@ __device__ __forceinline__ C binary_float(BinaryOp op, C x, C y, C al, C sc) {
   }
 }
 
+// Integer power by squaring, wrapping on overflow (unsigned arithmetic); a negative exponent gives
+// 1/x^|y| truncated: 0 unless |x| == 1 (PyTorch's integer pow, as the CPU kernel).
+template <class C>
+__device__ __forceinline__ C int_pow(C x, C y) {
+  if constexpr (std::is_signed_v<C>)
+    if (y < 0) return x == 1 ? C(1) : (x == -1 ? C((y & 1) ? -1 : 1) : C(0));
+  using U = std::make_unsigned_t<C>;
+  U r = 1, b = static_cast<U>(x);
+  for (U e = static_cast<U>(y); e; e >>= 1) {
+    if (e & 1) r = static_cast<U>(r * b);
+    b = static_cast<U>(b * b);
+  }
+  return static_cast<C>(r);
+}
+
 // a op b in compute type C (arithmetic ops; comparisons are handled by compare()).
 template <class C>
 __device__ __forceinline__ C binary_apply(BinaryOp op, C x, C y, C al, C sc) {
@@ -67,6 +82,7 @@ __device__ __forceinline__ C binary_apply(BinaryOp op, C x, C y, C al, C sc) {
     default: break;
   }
   if constexpr (std::is_floating_point_v<C>) return binary_float<C>(op, x, y, al, sc);
+  else if (op == BinaryOp::Pow) return int_pow(x, y);
   else return C(0);
 }
 
@@ -84,8 +100,16 @@ __device__ __forceinline__ bool compare(BinaryOp op, C x, C y) {
 
 template <class T, class Out>
 __device__ __forceinline__ Out binary_one(BinaryOp op, compute_t<T> x, compute_t<T> y, compute_t<T> al, compute_t<T> sc) {
-  if constexpr (std::is_same_v<Out, bool>) return compare(op, x, y);
-  else return convert<T>(binary_apply(op, x, y, al, sc));
+  if constexpr (std::is_same_v<T, bool>) {
+    // Two bools: binary() passes Add/Max as Max (logical or), Mul/Min as Min (logical and).
+    if (op == BinaryOp::Max) return x || y;
+    if (op == BinaryOp::Min) return x && y;
+    return compare(op, x, y);
+  } else if constexpr (std::is_same_v<Out, bool>) {
+    return compare(op, x, y);
+  } else {
+    return convert<T>(binary_apply(op, x, y, al, sc));
+  }
 }
 
 // Flat path: out, a dense; b dense or a scalar (b_scalar: read nothing, use sc). A block takes
@@ -168,9 +192,12 @@ void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, do
     using T = typename decltype(tag)::type;
     if (is_compare(op)) return binary_launch<T, bool>(op, out, a, b, scalar, alpha);
     if constexpr (std::is_same_v<T, bool>) {
+      // As the CPU kernel: add and maximum are a logical or, mul and minimum a logical and.
+      if (op == BinaryOp::Add || op == BinaryOp::Max) return binary_launch<T, T>(BinaryOp::Max, out, a, b, scalar, alpha);
+      if (op == BinaryOp::Mul || op == BinaryOp::Min) return binary_launch<T, T>(BinaryOp::Min, out, a, b, scalar, alpha);
       MINIDL_FAIL("binary", "arithmetic on bool tensors is not supported");
     } else {
-      MINIDL_CHECK(is_float_v<T> || is_basic_arith(op), "binary", "op ", static_cast<int>(op),
+      MINIDL_CHECK(is_float_v<T> || is_basic_arith(op) || op == BinaryOp::Pow, "binary", "op ", static_cast<int>(op),
                    " is not supported for ", dtype_name(a.dtype()));
       binary_launch<T, T>(op, out, a, b, scalar, alpha);
     }
