@@ -26,6 +26,20 @@ struct BinaryArgs {
   double scalar;
 };
 
+// Phi(x), the normal CDF, as the CPU kernels compute it: f32 (also f16/bf16) through erfc, so no
+// cancellation for negative x (1 + erf(x/sqrt2) rounds to 0 in f32 below x ~ -5.4 and loses most
+// digits before: gelu(-4) is off by ~3e-4 relative, gelu(-6) is 0 instead of -5.9e-9); f64
+// through erf, as the CPU's scalar f64 loop.
+template <class C>
+__device__ __forceinline__ C gelu_cdf(C x) {
+  if constexpr (std::is_same_v<C, float>) {
+    const C e = erfc(fabs(x) * C(kSqrt1_2));
+    return C(0.5) * (x >= C(0) ? C(2) - e : e);
+  } else {
+    return C(0.5) * (C(1) + erf(x * C(kSqrt1_2)));
+  }
+}
+
 // Float-only parts of binary ops (C is float or double).
 template <class C>
 __device__ __forceinline__ C binary_float(BinaryOp op, C x, C y, C al, C sc) {
@@ -36,7 +50,7 @@ __device__ __forceinline__ C binary_float(BinaryOp op, C x, C y, C al, C sc) {
     case BinaryOp::SigmoidBackward: return x * y * (C(1) - y);
     case BinaryOp::TanhBackward: return x * (C(1) - y * y);
     case BinaryOp::GeluBackward: {
-      const C cdf = C(0.5) * (C(1) + erf(y * C(kSqrt1_2)));
+      const C cdf = gelu_cdf(y);
       const C pdf = C(kInvSqrt2Pi) * exp(C(-0.5) * y * y);
       return x * (cdf + y * pdf);
     }
@@ -220,7 +234,7 @@ __device__ __forceinline__ C unary_apply(UnaryOp op, C v, C p0, C p1) {
     case UnaryOp::Sigmoid: return C(1) / (C(1) + exp(-v));
     case UnaryOp::Relu: return v <= C(0) ? C(0) : v;  // NaN propagates
     case UnaryOp::LeakyRelu: return v > C(0) ? v : v * p0;
-    case UnaryOp::Gelu: return C(0.5) * v * (C(1) + erf(v * C(kSqrt1_2)));
+    case UnaryOp::Gelu: return v * gelu_cdf(v);
     case UnaryOp::GeluTanh: return C(0.5) * v * (C(1) + tanh(C(kSqrt2OverPi) * (v + C(0.044715) * v * v * v)));
     case UnaryOp::Softplus: return p0 * v > p1 ? v : log1p(exp(p0 * v)) / p0;
     case UnaryOp::Square: return v * v;
