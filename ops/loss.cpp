@@ -103,7 +103,9 @@ TargetWeights target_weights(const Tensor& target, const Tensor& weight, int64_t
 Tensor nll_core(const Tensor& logp, const Tensor& target, const Tensor& weight, Reduction reduction, int64_t ignore_index) {
   TargetWeights t = target_weights(target, weight, ignore_index, logp.dtype());
   Tensor picked = gather(logp, 1, t.safe.unsqueeze(1)).squeeze(1);
-  Tensor loss = neg(mul(picked, t.w));
+  // Ignored targets are selected out (not multiplied by their 0 weight): when every target is
+  // ignored the mean's 1/0 gradient must not turn into inf * 0 = NaN; PyTorch's gradient is 0 there.
+  Tensor loss = where(t.mask, neg(mul(picked, t.w)), zeros_like(t.w));
   if (reduction == Reduction::Mean) return div(sum(loss), sum(t.w));  // weighted mean, as PyTorch
   return reduce(loss, reduction);
 }

@@ -103,6 +103,40 @@ TEST_CASE("BCEWithLogitsLoss broadcasts pos_weight and weight over the class dim
   for (size_t i = 0; i < g.size(); ++i) CHECK(got[i] == Approx(g[i]).epsilon(1e-15));
 }
 
+TEST_CASE("cross_entropy and nll_loss with every target ignored: weighted or smoothed, a NaN mean and a zero gradient", "[nn][parity][loss]") {
+  // PyTorch 1.13: x = torch.tensor([[1., 2, 3], [0.5, -1, 2]], dtype=torch.float64, requires_grad=True),
+  // t = torch.tensor([-100, -100]), w = torch.tensor([0.5, 2, 1], dtype=torch.float64);
+  // F.cross_entropy(x, t, weight=w) (and label_smoothing=0.1, and both), F.nll_loss(x, t, weight=w):
+  // the loss is nan and x.grad is all zeros. Only the unweighted, unsmoothed (fused) path got this right.
+  const Tensor t = from_vector<int64_t>({-100, -100});
+  const Tensor w = from_vector<double>({0.5, 2, 1});
+  CrossEntropyOptions weighted, smoothed, both;
+  weighted.weight = w;
+  smoothed.label_smoothing = 0.1;
+  both.weight = w;
+  both.label_smoothing = 0.1;
+  for (const CrossEntropyOptions& o : {weighted, smoothed, both}) {
+    for (bool nll : {false, true}) {
+      if (nll && o.label_smoothing != 0.0) continue;
+      Tensor x = from_vector<double>({1, 2, 3, 0.5, -1, 2}, {2, 3}).requires_grad_();
+      Tensor loss = nll ? nll_loss(x, t, o) : cross_entropy(x, t, o);
+      CHECK(std::isnan(loss.item()));
+      loss.backward();
+      CHECK(x.grad().to_vector<double>() == std::vector<double>(6, 0.0));
+    }
+  }
+  // A kept target of weight 0 still gives NaN in its own row (0 * inf), as PyTorch:
+  // F.cross_entropy(x, torch.tensor([0, -100]), weight=torch.tensor([0., 1, 1], dtype=torch.float64))
+  // -> x.grad [[nan, nan, nan], [0, 0, 0]].
+  Tensor x = from_vector<double>({1, 2, 3, 0.5, -1, 2}, {2, 3}).requires_grad_();
+  CrossEntropyOptions zero_w;
+  zero_w.weight = from_vector<double>({0, 1, 1});
+  cross_entropy(x, from_vector<int64_t>({0, -100}), zero_w).backward();
+  const std::vector<double> g = x.grad().to_vector<double>();
+  for (int i = 0; i < 3; ++i) CHECK(std::isnan(g[i]));
+  for (int i = 3; i < 6; ++i) CHECK(g[i] == 0.0);
+}
+
 TEST_CASE("LeakyReLU defaults to slope 0.01 and GELU tanh uses the tanh formula", "[nn][parity][activation]") {
   Tensor x = from_vector<float>({-2, 3});
   CHECK(nn::LeakyReLU().forward(x).to_vector<float>() == std::vector<float>{-2 * 0.01f, 3});
