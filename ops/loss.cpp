@@ -337,11 +337,14 @@ Tensor binary_cross_entropy(const Tensor& probs_arg, const Tensor& target_arg, R
     Tensor pd = p.detach(), yd = y.detach();
     loss = neg(add(mul(yd, clamped_log(pd)), mul(rsub(yd, 1.0), clamped_log(rsub(pd, 1.0)))));
   }
-  // d/dp = (p - y) / max(p (1 - p), 1e-12) (PyTorch's guard); d/dy = log(1 - p) - log(p), clamped.
+  // d/dp = (p - y) / max(p (1 - p), eps), with PyTorch's guard eps = 1e-12 as a float constant (so
+  // 9.9999999600419720e-13 in f64); d/dy = log(1 - p) - log(p), not clamped (+-inf at p = 0 or 1), as
+  // PyTorch's binary_cross_entropy_target_backward.
   autograd::record("BinaryCrossEntropyBackward", {p, y}, {loss}, {p, y}, [](const TensorList& g, const TensorList& s) {
     const Tensor &pv = s[0], &yv = s[1];
-    Tensor gp = div(mul(g[0], sub(pv, yv)), clamp(mul(pv, rsub(pv, 1.0)), 1e-12, std::nullopt));
-    Tensor gy = mul(g[0], sub(clamped_log(rsub(pv, 1.0)), clamped_log(pv)));
+    constexpr double kEps = static_cast<double>(1e-12f);
+    Tensor gp = div(mul(g[0], sub(pv, yv)), clamp(mul(pv, rsub(pv, 1.0)), kEps, std::nullopt));
+    Tensor gy = mul(g[0], sub(log(rsub(pv, 1.0)), log(pv)));
     return TensorList{gp, gy};
   });
   return reduce(loss, reduction);

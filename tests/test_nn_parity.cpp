@@ -137,6 +137,32 @@ TEST_CASE("cross_entropy and nll_loss with every target ignored: weighted or smo
   for (int i = 3; i < 6; ++i) CHECK(g[i] == 0.0);
 }
 
+TEST_CASE("binary_cross_entropy gradients at 0 and 1: the float 1e-12 guard and the unclamped target gradient", "[nn][parity][loss]") {
+  // PyTorch 1.13: p = torch.tensor([0., 1., 1e-50, 0.25], dtype=torch.float64, requires_grad=True),
+  // y = torch.tensor([1., 0., 1., 0.5], dtype=torch.float64, requires_grad=True);
+  // F.binary_cross_entropy(p, y, reduction='sum').backward():
+  //   p.grad = [-1000000003995.8029, 1000000003995.8029, -1000000003995.8029, -1.3333333333333333]
+  //   (the guard is the float 1e-12, 9.9999999600419720e-13 in double)
+  //   y.grad = [inf, -inf, 115.12925464970229, 1.0986122886681096] (log(1 - p) - log(p), not clamped)
+  Tensor p = from_vector<double>({0.0, 1.0, 1e-50, 0.25}).requires_grad_();
+  Tensor y = from_vector<double>({1.0, 0.0, 1.0, 0.5}).requires_grad_();
+  binary_cross_entropy(p, y, Reduction::Sum).backward();
+  const std::vector<double> gp = p.grad().to_vector<double>(), gy = y.grad().to_vector<double>();
+  CHECK(gp[0] == -1000000003995.8029);
+  CHECK(gp[1] == 1000000003995.8029);
+  CHECK(gp[2] == -1000000003995.8029);
+  CHECK(gp[3] == Approx(-1.3333333333333333).epsilon(1e-15));
+  CHECK(gy[0] == INFINITY);
+  CHECK(gy[1] == -INFINITY);
+  CHECK(gy[2] == Approx(115.12925464970229).epsilon(1e-15));
+  CHECK(gy[3] == Approx(1.0986122886681096).epsilon(1e-15));
+  // f32: p = torch.tensor([0., 1.], requires_grad=True), y = torch.tensor([1., 0.]) -> p.grad
+  // [-999999995904.0, 999999995904.0].
+  Tensor p32 = from_vector<float>({0.0f, 1.0f}).requires_grad_();
+  binary_cross_entropy(p32, from_vector<float>({1.0f, 0.0f}), Reduction::Sum).backward();
+  CHECK(p32.grad().to_vector<float>() == std::vector<float>{-999999995904.0f, 999999995904.0f});
+}
+
 TEST_CASE("LeakyReLU defaults to slope 0.01 and GELU tanh uses the tanh formula", "[nn][parity][activation]") {
   Tensor x = from_vector<float>({-2, 3});
   CHECK(nn::LeakyReLU().forward(x).to_vector<float>() == std::vector<float>{-2 * 0.01f, 3});
