@@ -125,10 +125,13 @@ Tensor pow(const Tensor& a_arg, const Tensor& b_arg) {
   autograd::record("PowBackward", {p.a, p.b}, {p.out}, {p.a, p.b, autograd::output(p.out)},
                    [sa = p.a.shape(), sb = p.b.shape()](const TensorList& g, const TensorList& s) {
                      const Tensor &x = s[0], &y = s[1], &out = s[2];
-                     Tensor ga = sum_to(mul(mul(g[0], y), pow(x, sub(y, 1.0))), sa);
-                     // d/dy x^y = x^y log x, taken as 0 where x == 0 (PyTorch does so where y >= 0).
-                     Tensor logx = where(eq(x, 0.0), zeros_like(x), log(x));
-                     Tensor gb = sum_to(mul(mul(g[0], out), logx), sb);
+                     // As PyTorch's pow_backward_self and pow_backward_exponent: d/dx = y x^(y-1), taken
+                     // as 0 where y == 0 (so 0^0 has gradient 0, not 0 * 0^-1 = NaN); d/dy = x^y log x,
+                     // taken as 0 where x == 0 and y >= 0 (x == 0 with y < 0 gives inf * -inf = -inf).
+                     const Tensor zero = zeros_like(g[0]);
+                     Tensor ga = sum_to(where(eq(y, 0.0), zero, mul(g[0], mul(y, pow(x, sub(y, 1.0))))), sa);
+                     Tensor at_zero = mul(eq(x, 0.0), ge(y, 0.0));  // logical and of two bool tensors
+                     Tensor gb = sum_to(mul(g[0], where(at_zero, zero, mul(out, log(x)))), sb);
                      return TensorList{ga, gb};
                    });
   return p.out;

@@ -312,3 +312,26 @@ TEST_CASE("clamp of integer tensors stays integer, a fractional bound promotes t
   CHECK_THROWS_WITH(clamp(cast(x, DType::I32), 1e10, std::nullopt), Contains("clamp") && Contains("i32") && Contains("overflow"));
   CHECK_THROWS_WITH(clamp(bools({true}), 0.0, 1.0), Contains("clamp") && Contains("bool"));
 }
+
+TEST_CASE("pow's gradients at a zero base: 0 for a zero exponent, -inf in the exponent for a negative one", "[parity][binary]") {
+  // PyTorch 1.13: a = torch.tensor([0., 0, 0, 2, -2], dtype=torch.float64, requires_grad=True),
+  // b = torch.tensor([0., -1, 2, 0, 2], dtype=torch.float64, requires_grad=True); torch.pow(a, b).sum().backward():
+  // a.grad = [0, -inf, 0, 0, -4], b.grad = [0, -inf, 0, 0.6931471805599453, nan].
+  Tensor a = f64({0, 0, 0, 2, -2}).requires_grad_();
+  Tensor b = f64({0, -1, 2, 0, 2}).requires_grad_();
+  sum(pow(a, b)).backward();
+  const std::vector<double> ga = a.grad().to_vector<double>(), gb = b.grad().to_vector<double>();
+  CHECK(ga == std::vector<double>{0, -kInf, 0, 0, -4});
+  CHECK(gb[0] == 0.0);
+  CHECK(gb[1] == -kInf);
+  CHECK(gb[2] == 0.0);
+  CHECK(gb[3] == Approx(0.6931471805599453).epsilon(1e-15));
+  CHECK(std::isnan(gb[4]));
+  // Broadcast: a = torch.tensor([0., 0], ...), b = torch.tensor([[0.], [-1]], ...):
+  // a.grad = [-inf, -inf], b.grad = [[0], [-inf]].
+  Tensor a2 = f64({0, 0}).requires_grad_();
+  Tensor b2 = f64({0, -1}).reshape({2, 1}).detach().requires_grad_();
+  sum(pow(a2, b2)).backward();
+  CHECK(a2.grad().to_vector<double>() == std::vector<double>{-kInf, -kInf});
+  CHECK(b2.grad().to_vector<double>() == std::vector<double>{0, -kInf});
+}
