@@ -90,13 +90,17 @@ Tensor clamp_integer(const Tensor& x, std::optional<double> lo, std::optional<do
 
 Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi) {
   check_defined(x, "clamp", "self");
+  MINIDL_CHECK(lo || hi, "clamp", "At least one of 'min' or 'max' must not be None");
   if (!x.is_floating_point()) return clamp_integer(x, lo, hi);
   const double l = lo.value_or(-std::numeric_limits<double>::infinity());
   const double h = hi.value_or(std::numeric_limits<double>::infinity());
   auto kernel = K().unary.get(x.device(), x.dtype(), "clamp");
   Tensor out = new_empty(x.shape(), x.dtype(), x.device());
   // min > max sets every element to max, as torch.clamp (= min(max(x, min), max)); NaN stays NaN.
-  kernel(kernels::UnaryOp::Clamp, out, x, std::min(l, h), h);
+  // Both bounds given and either NaN: every element is NaN, as PyTorch 1.13's clamp(x, min, max); a
+  // single NaN bound (its clamp_min / clamp_max) leaves x as it is. The gradient is 0 in both cases.
+  if (lo && hi && (std::isnan(*lo) || std::isnan(*hi))) out.fill_(std::numeric_limits<double>::quiet_NaN());
+  else kernel(kernels::UnaryOp::Clamp, out, x, std::min(l, h), h);
   autograd::record("ClampBackward", {x}, {out}, {x}, [l, h](const TensorList& g, const TensorList& s) {
     // Gradient passes where the input was inside [min, max] (boundaries included, as PyTorch).
     Tensor inside = cast(eq(add(cast(ge(s[0], l), g[0].dtype()), cast(le(s[0], h), g[0].dtype())), 2.0), g[0].dtype());

@@ -335,3 +335,29 @@ TEST_CASE("pow's gradients at a zero base: 0 for a zero exponent, -inf in the ex
   CHECK(a2.grad().to_vector<double>() == std::vector<double>{-kInf, -kInf});
   CHECK(b2.grad().to_vector<double>() == std::vector<double>{0, -kInf});
 }
+
+TEST_CASE("clamp with a NaN bound: both bounds given gives NaN everywhere, a single one leaves x", "[parity][clamp]") {
+  // PyTorch 1.13, x = torch.tensor([1., 2, nan, -3]) in f32 and f64: torch.clamp(x, 0., nan),
+  // torch.clamp(x, nan, 5.) and torch.clamp(x, nan, nan) are all nan; torch.clamp(x, min=nan) and
+  // torch.clamp(x, max=nan) are x itself; the gradient is 0 in every case; torch.clamp(x) raises
+  // "At least one of 'min' or 'max' must not be None".
+  for (DType dt : {DType::F32, DType::F64}) {
+    const std::vector<std::pair<std::optional<double>, std::optional<double>>> all_nan = {
+        {0.0, kNaN}, {kNaN, 5.0}, {kNaN, kNaN}};
+    for (auto [lo, hi] : all_nan) {
+      Tensor x = f64({1, 2, kNaN, -3}).to(dt).requires_grad_();
+      Tensor y = clamp(x, lo, hi);
+      for (double v : y.to(DType::F64).to_vector<double>()) CHECK(std::isnan(v));
+      sum(y).backward();
+      CHECK(x.grad().to(DType::F64).to_vector<double>() == std::vector<double>{0, 0, 0, 0});
+    }
+    for (auto [lo, hi] : {std::pair<std::optional<double>, std::optional<double>>{kNaN, std::nullopt}, {std::nullopt, kNaN}}) {
+      Tensor x = f64({1, 2, -3}).to(dt).requires_grad_();
+      Tensor y = clamp(x, lo, hi);
+      CHECK(y.to(DType::F64).to_vector<double>() == std::vector<double>{1, 2, -3});
+      sum(y).backward();
+      CHECK(x.grad().to(DType::F64).to_vector<double>() == std::vector<double>{0, 0, 0});
+    }
+  }
+  CHECK_THROWS_WITH(clamp(f64({1}), std::nullopt, std::nullopt), Contains("clamp") && Contains("At least one of 'min' or 'max'"));
+}
