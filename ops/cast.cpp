@@ -11,7 +11,7 @@ using namespace ops_detail;
 
 namespace ops_detail {
 namespace {
-int category(DType t) { return t == DType::Bool ? 0 : (is_floating(t) ? 2 : 1); }
+int category(DType t) { return type_category(t); }
 }  // namespace
 
 DType result_type(const Tensor& a, const Tensor& b) {

@@ -35,6 +35,15 @@ inline void check_inplace(const char* op, const Tensor& t) {
 DType result_type(const Tensor& a, const Tensor& b);
 // Result type of tensor-op-scalar: a float scalar lifts an integer/bool tensor to f32.
 DType result_type(const Tensor& a, double scalar);
+// The promotion categories: bool 0 < integer 1 < floating 2.
+inline int type_category(DType t) { return t == DType::Bool ? 0 : (is_floating(t) ? 2 : 1); }
+// PyTorch's rule for in-place ops: the promoted type must cast to self's dtype without leaving a
+// category (no floating result into an integer tensor, no integer into a bool one), e.g.
+// i64.add_(f32) and i64.mul_(0.5) are errors instead of silently truncating.
+inline void check_inplace_result(const char* op, const Tensor& self, DType result) {
+  MINIDL_CHECK(type_category(result) <= type_category(self.dtype()), op, "result type ", dtype_name(result),
+               " can't be cast to the desired output type ", dtype_name(self.dtype()));
+}
 
 // A freshly allocated contiguous tensor on x's device.
 inline Tensor new_empty(const Shape& shape, DType dtype, Device device) {

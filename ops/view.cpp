@@ -1,6 +1,7 @@
 // Views (share storage, differentiable): view/reshape, flatten, transpose/permute, slice/narrow/
 // select, squeeze/unsqueeze, expand; plus contiguous, clone and to(device).
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <optional>
 
@@ -316,6 +317,9 @@ const Tensor& Tensor::copy_(const Tensor& src) const {
 const Tensor& Tensor::add_(const Tensor& other, double alpha) const {
   check_inplace("add_", *this);
   check_same_device("add_", *this, other);
+  check_inplace_result("add_", *this, result_type(*this, other));
+  MINIDL_CHECK(is_floating(dtype()) || alpha == std::trunc(alpha), "add_",
+               "For integral input tensors, argument alpha must not be a floating point number.");
   Tensor o = other.dtype() == dtype() ? other : cast(other.detach(), dtype());
   MINIDL_CHECK(broadcast_shapes(shape(), o.shape(), "add_") == shape(), "add_", "other ", shape_str(o.shape()),
                " does not broadcast to ", shape_str(shape()));
@@ -327,6 +331,7 @@ const Tensor& Tensor::add_(const Tensor& other, double alpha) const {
 
 const Tensor& Tensor::mul_(double value) const {
   check_inplace("mul_", *this);
+  check_inplace_result("mul_", *this, result_type(*this, value));
   check_dense_destination("mul_", *this);
   K().binary.get(device(), dtype())(kernels::BinaryOp::Mul, *this, *this, Tensor(), value, 1.0);
   bump_version();
@@ -336,6 +341,7 @@ const Tensor& Tensor::mul_(double value) const {
 const Tensor& Tensor::mul_(const Tensor& other) const {
   check_inplace("mul_", *this);
   check_same_device("mul_", *this, other);
+  check_inplace_result("mul_", *this, result_type(*this, other));
   check_dense_destination("mul_", *this);
   Tensor o = other.dtype() == dtype() ? other : cast(other.detach(), dtype());
   MINIDL_CHECK(broadcast_shapes(shape(), o.shape(), "mul_") == shape(), "mul_", "other ", shape_str(o.shape()),

@@ -361,3 +361,32 @@ TEST_CASE("clamp with a NaN bound: both bounds given gives NaN everywhere, a sin
   }
   CHECK_THROWS_WITH(clamp(f64({1}), std::nullopt, std::nullopt), Contains("clamp") && Contains("At least one of 'min' or 'max'"));
 }
+
+TEST_CASE("in-place ops refuse a result type their tensor cannot hold, and integer add refuses a fractional alpha", "[parity][binary]") {
+  // PyTorch 1.13: torch.tensor([1, 2]).add_(torch.tensor([0.5, 0.5], dtype=torch.float64)) raises
+  // "result type Double can't be cast to the desired output type Long"; .mul_(0.5) raises "result
+  // type Float can't be cast ..."; torch.tensor([True]).add_(torch.tensor([1])) likewise;
+  // torch.add(torch.tensor([1, 2]), torch.tensor([1, 1]), alpha=2.5) raises "For integral input
+  // tensors, argument alpha must not be a floating point number."
+  Tensor a = i64({1, 2});
+  CHECK_THROWS_WITH(a.add_(f64({0.5, 0.5})), Contains("add_") && Contains("can't be cast to the desired output type i64"));
+  CHECK_THROWS_WITH(a.mul_(0.5), Contains("mul_") && Contains("can't be cast"));
+  CHECK_THROWS_WITH(a.mul_(f64({2, 2})), Contains("mul_") && Contains("can't be cast"));
+  CHECK_THROWS_WITH(bools({true}).add_(i64({1})), Contains("add_") && Contains("can't be cast"));
+  CHECK(a.to_vector<int64_t>() == std::vector<int64_t>{1, 2});  // unchanged by the refused calls
+  CHECK_THROWS_WITH(add(i64({1, 2}), i64({1, 1}), 2.5), Contains("add") && Contains("alpha must not be a floating point"));
+  CHECK_THROWS_WITH(a.add_(i64({1, 1}), 0.5), Contains("add_") && Contains("alpha"));
+  // What PyTorch allows: torch.tensor([1, 2]).add_(torch.tensor([3, 4], dtype=torch.int32), alpha=2)
+  // -> [7, 10]; .mul_(3) -> [21, 30] (C++'s integral double is an integer scalar, README); an f32
+  // tensor takes an f64 or integer operand: torch.tensor([1.5, 2.]).add_(torch.tensor([0.25, 1],
+  // dtype=torch.float64)).mul_(torch.tensor([2, 3])) -> [3.5, 9.].
+  a.add_(cast(i64({3, 4}), DType::I32), 2.0);
+  CHECK(a.to_vector<int64_t>() == std::vector<int64_t>{7, 10});
+  a.mul_(3.0);
+  CHECK(a.to_vector<int64_t>() == std::vector<int64_t>{21, 30});
+  Tensor f = from_vector<float>({1.5f, 2});
+  f.add_(f64({0.25, 1}));
+  f.mul_(i64({2, 3}));
+  CHECK(f.to_vector<float>() == std::vector<float>{3.5f, 9.0f});
+  CHECK(add(f64({1, 2}), f64({1, 1}), 0.5).to_vector<double>() == std::vector<double>{1.5, 2.5});
+}
