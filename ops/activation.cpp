@@ -58,6 +58,11 @@ Tensor sigmoid(const Tensor& x) {
 }
 
 Tensor relu(const Tensor& x) {
+  // Integer tensors stay integer, as torch.relu (max(x, 0) in their own dtype); bool is refused.
+  if (x.defined() && !x.is_floating_point()) {
+    MINIDL_CHECK(x.dtype() != DType::Bool, "relu", "Boolean inputs not supported for relu (got ", x.meta_str(), ")");
+    return clamp(x, 0.0, std::nullopt);
+  }
   Tensor out = unary_forward(UnaryOp::Relu, "relu", x);
   autograd::record("ReluBackward", {x}, {out}, {autograd::output(out)}, [](const TensorList& g, const TensorList& s) {
     return TensorList{fused_backward(BinaryOp::ReluBackward, "ReluBackwardBackward", g[0], s[0], 0, 0, nullptr)};

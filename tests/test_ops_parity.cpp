@@ -390,3 +390,16 @@ TEST_CASE("in-place ops refuse a result type their tensor cannot hold, and integ
   CHECK(f.to_vector<float>() == std::vector<float>{3.5f, 9.0f});
   CHECK(add(f64({1, 2}), f64({1, 1}), 0.5).to_vector<double>() == std::vector<double>{1.5, 2.5});
 }
+
+TEST_CASE("relu keeps integer dtypes and refuses bool", "[parity][activation]") {
+  // PyTorch 1.13: torch.relu(torch.tensor([-1, 3])) -> tensor([0, 3]) (int64);
+  // torch.relu(torch.tensor([-5, 7], dtype=torch.int32)) stays int32; torch.relu(torch.tensor([True]))
+  // raises "Boolean inputs not supported for relu".
+  Tensor r = relu(i64({-1, 3}));
+  CHECK(r.dtype() == DType::I64);
+  CHECK(r.to_vector<int64_t>() == std::vector<int64_t>{0, 3});
+  Tensor r32 = relu(cast(i64({-5, 7}), DType::I32));
+  CHECK(r32.dtype() == DType::I32);
+  CHECK(r32.to_vector<int32_t>() == std::vector<int32_t>{0, 7});
+  CHECK_THROWS_WITH(relu(bools({true})), Contains("relu") && Contains("bool"));
+}
