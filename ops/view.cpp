@@ -180,8 +180,13 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   d = wrap_dim(d, dim(), "narrow");
-  MINIDL_CHECK(start >= 0 && length >= 0 && start + length <= shape()[d], "narrow", "start ", start, " + length ",
-               length, " exceeds dimension size ", shape()[d]);
+  const int64_t n = shape()[d];
+  // A negative start counts from the end, as torch.narrow (start in [-n, n]).
+  MINIDL_CHECK(start >= -n && start <= n, "narrow", "start out of range (expected to be in range of [", -n, ", ", n - 1,
+               "], but got ", start, ")");
+  if (start < 0) start += n;
+  MINIDL_CHECK(length >= 0 && start + length <= n, "narrow", "start ", start, " + length ", length,
+               " exceeds dimension size ", n);
   return slice(d, start, start + length);
 }
 

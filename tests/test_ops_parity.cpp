@@ -403,3 +403,16 @@ TEST_CASE("relu keeps integer dtypes and refuses bool", "[parity][activation]") 
   CHECK(r32.to_vector<int32_t>() == std::vector<int32_t>{0, 7});
   CHECK_THROWS_WITH(relu(bools({true})), Contains("relu") && Contains("bool"));
 }
+
+TEST_CASE("narrow takes a negative start from the end", "[parity][view]") {
+  // PyTorch 1.13: torch.arange(10).narrow(0, -3, 2) -> tensor([7, 8]); narrow(-1, -10, 1) -> [0];
+  // narrow(0, 10, 0) -> []; narrow(0, -11, 1) raises "Dimension out of range (expected to be in range
+  // of [-10, 9], but got -11)";
+  // narrow(0, -2, 3) raises "start (8) + length (3) exceeds dimension size (10)".
+  Tensor x = arange(10);
+  CHECK(x.narrow(0, -3, 2).to_vector<int64_t>() == std::vector<int64_t>{7, 8});
+  CHECK(x.narrow(-1, -10, 1).to_vector<int64_t>() == std::vector<int64_t>{0});
+  CHECK(x.narrow(0, 10, 0).numel() == 0);
+  CHECK_THROWS_WITH(x.narrow(0, -11, 1), Contains("narrow") && Contains("start out of range"));
+  CHECK_THROWS_WITH(x.narrow(0, -2, 3), Contains("narrow") && Contains("exceeds dimension size 10"));
+}
