@@ -88,6 +88,7 @@ Tensor stack(const std::vector<Tensor>& tensors_arg, int64_t dim) {
 
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
   check_defined(x, "split", "self");
+  MINIDL_CHECK(x.dim() > 0, "split", "expects at least a 1-dimensional tensor, got ", x.meta_str());
   MINIDL_CHECK(split_size > 0, "split", "split_size must be positive, got ", split_size);
   dim = wrap_dim(dim, x.dim(), "split");
   std::vector<Tensor> out;
@@ -99,6 +100,7 @@ std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
 
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
   check_defined(x, "chunk", "self");
+  MINIDL_CHECK(x.dim() > 0, "chunk", "expects at least a 1-dimensional tensor, got ", x.meta_str());
   MINIDL_CHECK(chunks > 0, "chunk", "number of chunks must be positive, got ", chunks);
   dim = wrap_dim(dim, x.dim(), "chunk");
   const int64_t n = x.shape()[dim];

@@ -13,8 +13,14 @@ TensorImpl* Tensor::impl() const {
   return impl_.get();
 }
 
-int64_t Tensor::size(int64_t dim) const { return shape()[wrap_dim(dim, this->dim(), "Tensor::size")]; }
-int64_t Tensor::stride(int64_t dim) const { return strides()[wrap_dim(dim, this->dim(), "Tensor::stride")]; }
+int64_t Tensor::size(int64_t dim) const {
+  MINIDL_CHECK(this->dim() > 0, "Tensor::size", "dimension specified as ", dim, " but tensor has no dimensions");
+  return shape()[wrap_dim(dim, this->dim(), "Tensor::size")];
+}
+int64_t Tensor::stride(int64_t dim) const {
+  MINIDL_CHECK(this->dim() > 0, "Tensor::stride", "dimension specified as ", dim, " but tensor has no dimensions");
+  return strides()[wrap_dim(dim, this->dim(), "Tensor::stride")];
+}
 
 bool Tensor::is_contiguous() const {
   const TensorImpl* i = impl();

@@ -114,7 +114,11 @@ Tensor Tensor::reshape(const Shape& shape_in) const {
 }
 
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
-  if (dim() == 0) return reshape({1});
+  if (dim() == 0) {
+    wrap_dim(start, 0, "flatten");  // only 0 and -1 are valid dims of a 0-dim tensor
+    wrap_dim(end, 0, "flatten");
+    return reshape({1});
+  }
   start = wrap_dim(start, dim(), "flatten");
   end = wrap_dim(end, dim(), "flatten");
   MINIDL_CHECK(start <= end, "flatten", "start_dim ", start, " must not exceed end_dim ", end);
@@ -161,6 +165,7 @@ Tensor Tensor::t() const {
 }
 
 Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
+  MINIDL_CHECK(dim() > 0, "slice", "cannot be applied to a 0-dim tensor (", meta_str(), ")");
   d = wrap_dim(d, dim(), "slice");
   MINIDL_CHECK(step > 0, "slice", "step must be positive, got ", step);
   const int64_t n = shape()[d];
@@ -179,6 +184,7 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
+  MINIDL_CHECK(dim() > 0, "narrow", "cannot be applied to a 0-dim tensor (", meta_str(), ")");
   d = wrap_dim(d, dim(), "narrow");
   const int64_t n = shape()[d];
   // A negative start counts from the end, as torch.narrow (start in [-n, n]).
@@ -191,6 +197,7 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
+  MINIDL_CHECK(dim() > 0, "select", "cannot be applied to a 0-dim tensor (", meta_str(), ")");
   d = wrap_dim(d, dim(), "select");
   const int64_t n = shape()[d];
   MINIDL_CHECK(index >= -n && index < n, "select", "index ", index, " out of range for dimension ", d, " of size ", n);

@@ -415,4 +415,22 @@ TEST_CASE("narrow takes a negative start from the end", "[parity][view]") {
   CHECK(x.narrow(0, 10, 0).numel() == 0);
   CHECK_THROWS_WITH(x.narrow(0, -11, 1), Contains("narrow") && Contains("start out of range"));
   CHECK_THROWS_WITH(x.narrow(0, -2, 3), Contains("narrow") && Contains("exceeds dimension size 10"));
+TEST_CASE("select, slice, narrow, split, chunk, size and stride refuse a 0-dim tensor", "[parity][view]") {
+  // PyTorch 1.13: torch.tensor(3.).select(0, 0) -> IndexError "select() cannot be applied to a
+  // 0-dim tensor."; likewise slice (t[0:1]) and narrow; split/chunk -> "expects at least a
+  // 1-dimensional tensor"; t.size(0) / t.stride(0) -> "Dimension specified as 0 but tensor has no
+  // dimensions". Reading dim 0 of a 0-dim shape used to crash.
+  Tensor s = scalar_tensor(3.0);
+  CHECK_THROWS_WITH(s.select(0, 0), Contains("select") && Contains("0-dim"));
+  CHECK_THROWS_WITH(s.select(-1, 0), Contains("select") && Contains("0-dim"));
+  CHECK_THROWS_WITH(s.slice(0, 0, 1), Contains("slice") && Contains("0-dim"));
+  CHECK_THROWS_WITH(s.narrow(0, 0, 1), Contains("narrow") && Contains("0-dim"));
+  CHECK_THROWS_WITH(split(s, 1), Contains("split") && Contains("1-dimensional"));
+  CHECK_THROWS_WITH(chunk(s, 1), Contains("chunk") && Contains("1-dimensional"));
+  CHECK_THROWS_WITH(s.size(0), Contains("size") && Contains("no dimensions"));
+  CHECK_THROWS_WITH(s.size(-1), Contains("size") && Contains("no dimensions"));
+  CHECK_THROWS_WITH(s.stride(0), Contains("stride") && Contains("no dimensions"));
+  // torch.tensor(3.).flatten(1) -> IndexError: dims of a 0-dim tensor are 0 and -1 only.
+  CHECK(s.flatten(0, -1).shape() == Shape{1});
+  CHECK_THROWS_WITH(s.flatten(1), Contains("flatten") && Contains("dim 1"));
 }
