@@ -187,9 +187,9 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   MINIDL_CHECK(dim() > 0, "narrow", "cannot be applied to a 0-dim tensor (", meta_str(), ")");
   d = wrap_dim(d, dim(), "narrow");
   const int64_t n = shape()[d];
-  // A negative start counts from the end, as torch.narrow (start in [-n, n]).
-  MINIDL_CHECK(start >= -n && start <= n, "narrow", "start out of range (expected to be in range of [", -n, ", ", n - 1,
-               "], but got ", start, ")");
+  // A negative start counts from the end, as torch.narrow (start == size is valid, with length 0).
+  MINIDL_CHECK(start >= -n && start <= n, "narrow", "start out of range: ", start, " for dimension ", d, " of size ", n,
+               " (expected in [", -n, ", ", n, "])");
   if (start < 0) start += n;
   MINIDL_CHECK(length >= 0 && start + length <= n, "narrow", "start ", start, " + length ", length,
                " exceeds dimension size ", n);

@@ -434,3 +434,19 @@ TEST_CASE("select, slice, narrow, split, chunk, size and stride refuse a 0-dim t
   CHECK(s.flatten(0, -1).shape() == Shape{1});
   CHECK_THROWS_WITH(s.flatten(1), Contains("flatten") && Contains("dim 1"));
 }
+
+TEST_CASE("narrow takes a negative start counted from the end", "[parity][view]") {
+  // PyTorch 1.13: torch.arange(6.).reshape(2, 3).narrow(1, -2, 2) -> [[1, 2], [4, 5]];
+  // narrow(1, 3, 0) -> shape [2, 0]; narrow(1, -4, 1) -> IndexError (start out of range).
+  Tensor x = arange(0, 6, 1, DType::F32).reshape({2, 3});
+  CHECK(x.narrow(1, -2, 2).to_vector<float>() == std::vector<float>{1, 2, 4, 5});
+  CHECK(x.narrow(-1, -3, 1).to_vector<float>() == std::vector<float>{0, 3});
+  CHECK(x.narrow(1, 3, 0).shape() == Shape{2, 0});
+  CHECK_THROWS_WITH(x.narrow(1, -4, 1), Contains("narrow") && Contains("-4"));
+  CHECK_THROWS_WITH(x.narrow(1, -1, 2), Contains("narrow") && Contains("exceeds"));
+  CHECK_THROWS_WITH(x.narrow(1, 1, -1), Contains("narrow"));
+  // The gradient lands in the narrowed window.
+  Tensor w = arange(0, 4, 1, DType::F64).requires_grad_();
+  mul(w.narrow(0, -3, 2), 2.0).sum().backward();
+  CHECK(w.grad().to_vector<double>() == std::vector<double>{0, 2, 2, 0});
+}
