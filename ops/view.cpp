@@ -252,6 +252,9 @@ Tensor Tensor::expand(const Shape& shape_in) const {
       sizes[i] = shape_in[i];
       continue;
     }
+    // -1 keeps the size; any other negative size is an error (as PyTorch's).
+    MINIDL_CHECK(shape_in[i] >= -1, "expand", "invalid size ", shape_in[i], " at dimension ", i, " (from ",
+                 shape_str(shape()), " to ", shape_str(shape_in), "); only -1 may be negative");
     int64_t have = shape()[i - lead], want = shape_in[i] == -1 ? have : shape_in[i];
     MINIDL_CHECK(have == want || have == 1, "expand", "the expanded size ", want, " must match the existing size ",
                  have, " at non-singleton dimension ", i, " (from ", shape_str(shape()), " to ", shape_str(shape_in), ")");

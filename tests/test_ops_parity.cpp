@@ -450,3 +450,12 @@ TEST_CASE("narrow takes a negative start counted from the end", "[parity][view]"
   mul(w.narrow(0, -3, 2), 2.0).sum().backward();
   CHECK(w.grad().to_vector<double>() == std::vector<double>{0, 2, 2, 0});
 }
+
+TEST_CASE("expand refuses negative sizes other than -1", "[parity][view]") {
+  // PyTorch 1.13: torch.zeros(1, 3).expand(-2, 3) and torch.zeros(2, 3).expand(-2, 3) are errors
+  // (only -1, "keep this size", is allowed); minidl made a tensor of shape [-2, 3].
+  CHECK_THROWS_WITH(zeros({1, 3}).expand({-2, 3}), Contains("expand") && Contains("-2"));
+  CHECK_THROWS_WITH(zeros({2, 3}).expand({-2, 3}), Contains("expand") && Contains("-2"));
+  CHECK_THROWS_WITH(zeros({3}).expand({-1, 3}), Contains("expand") && Contains("-1"));
+  CHECK(zeros({1, 3}).expand({0, -1}).shape() == Shape{0, 3});  // torch: size [0, 3]
+}
