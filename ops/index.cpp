@@ -107,10 +107,10 @@ Tensor one_hot(const Tensor& index, int64_t num_classes) {
   const Tensor h = host_index(index);
   const int64_t* p = h.data_ptr<int64_t>();
   const int64_t n = h.numel();
-  if (num_classes == -1) {
-    MINIDL_CHECK(n > 0, name, "cannot infer the number of classes from an empty tensor; pass num_classes");
-    num_classes = *std::max_element(p, p + n) + 1;
-  }
+  // An empty index needs a positive num_classes (PyTorch refuses 0 too: "Can not infer total number of classes").
+  if (n == 0)
+    MINIDL_CHECK(num_classes > 0, name, "cannot infer the number of classes from an empty tensor; pass num_classes > 0");
+  if (num_classes == -1) num_classes = *std::max_element(p, p + n) + 1;
   for (int64_t i = 0; i < n; ++i) {
     MINIDL_CHECK(p[i] >= 0, name, "class values must be non-negative, got ", p[i]);
     MINIDL_CHECK(p[i] < num_classes, name, "class values must be smaller than num_classes (", num_classes, "), got ", p[i]);

@@ -89,10 +89,12 @@ Tensor stack(const std::vector<Tensor>& tensors_arg, int64_t dim) {
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
   check_defined(x, "split", "self");
   MINIDL_CHECK(x.dim() > 0, "split", "expects at least a 1-dimensional tensor, got ", x.meta_str());
-  MINIDL_CHECK(split_size > 0, "split", "split_size must be positive, got ", split_size);
+  MINIDL_CHECK(split_size >= 0, "split", "split_size must be non-negative, got ", split_size);
   dim = wrap_dim(dim, x.dim(), "split");
   std::vector<Tensor> out;
   const int64_t n = x.shape()[dim];
+  // As PyTorch: an empty dim may be split with split_size 0 (one empty piece).
+  MINIDL_CHECK(split_size > 0 || n == 0, "split", "split_size can only be 0 if dimension size is 0, but got dimension size of ", n);
   for (int64_t at = 0; at < n; at += split_size) out.push_back(x.narrow(dim, at, std::min(split_size, n - at)));
   if (out.empty()) out.push_back(x);
   return out;

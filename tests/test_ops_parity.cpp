@@ -459,3 +459,16 @@ TEST_CASE("expand refuses negative sizes other than -1", "[parity][view]") {
   CHECK_THROWS_WITH(zeros({3}).expand({-1, 3}), Contains("expand") && Contains("-1"));
   CHECK(zeros({1, 3}).expand({0, -1}).shape() == Shape{0, 3});  // torch: size [0, 3]
 }
+
+TEST_CASE("split_size 0 is allowed for an empty dim, one_hot of an empty index needs num_classes > 0", "[parity][join]") {
+  // PyTorch 1.13: torch.zeros(0).split(0) -> (tensor([]),); torch.zeros(4).split(0) -> error
+  // "split_size can only be 0 if dimension size is 0".
+  std::vector<Tensor> parts = split(zeros({0, 2}), 0);
+  REQUIRE(parts.size() == 1);
+  CHECK(parts[0].shape() == Shape{0, 2});
+  CHECK_THROWS_WITH(split(zeros({4}), 0), Contains("split") && Contains("split_size"));
+  // F.one_hot(torch.tensor([], dtype=torch.long), 0) -> "Can not infer total number of classes
+  // from empty tensor."; with 3 classes -> shape [0, 3].
+  CHECK_THROWS_WITH(one_hot(zeros({0}, DType::I64), 0), Contains("one_hot") && Contains("empty"));
+  CHECK(one_hot(zeros({0}, DType::I64), 3).shape() == Shape{0, 3});
+}
