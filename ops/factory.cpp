@@ -38,7 +38,9 @@ Tensor arange(double start, double end, double step, TensorOptions opts) {
   const int64_t n = static_cast<int64_t>(count);
   std::vector<double> v(n);
   for (int64_t k = 0; k < n; ++k) v[k] = start + k * step;
-  return cast(from_vector(v, {n}), opts.dtype_).to(opts.device_);
+  Tensor out = cast(from_vector(v, {n}), opts.dtype_).to(opts.device_);
+  if (opts.requires_grad_) out.requires_grad_(true);  // torch.arange(3., requires_grad=True)
+  return out;
 }
 
 Tensor from_blob(const void* data, const Shape& shape, DType dtype, TensorOptions opts) {

@@ -472,3 +472,13 @@ TEST_CASE("split_size 0 is allowed for an empty dim, one_hot of an empty index n
   CHECK_THROWS_WITH(one_hot(zeros({0}, DType::I64), 0), Contains("one_hot") && Contains("empty"));
   CHECK(one_hot(zeros({0}, DType::I64), 3).shape() == Shape{0, 3});
 }
+
+TEST_CASE("factories honour requires_grad: arange", "[parity][factory]") {
+  // PyTorch 1.13: torch.arange(3., requires_grad=True) -> tensor([0., 1., 2.], requires_grad=True)
+  Tensor a = arange(0, 3, 1, TensorOptions(DType::F32).requires_grad());
+  CHECK(a.requires_grad());
+  CHECK(a.is_leaf());
+  mul(a, a).sum().backward();
+  CHECK(a.grad().to_vector<float>() == std::vector<float>{0, 2, 4});
+  CHECK_THROWS_WITH(arange(0, 3, 1, TensorOptions(DType::I64).requires_grad()), Contains("floating point"));
+}
