@@ -309,10 +309,31 @@ void check_dense_destination(const char* op, const Tensor& t) {
   const bool dense = t.is_contiguous() || (t.device().is_cpu() && t.dim() == 4 && t.is_contiguous(MemoryFormat::ChannelsLast));
   MINIDL_CHECK(dense, op, "in-place ", op, " needs a contiguous (or, on the CPU, channels-last) destination, got a strided view");
 }
+
+// PyTorch's checked conversion of a fill value: a value outside the dtype's range is an error
+// ("value cannot be converted to type uint8_t without overflow"), not a wrapped or infinite fill.
+// Floating dtypes take inf and NaN; bool takes anything. An integral value into u8 may be negative
+// down to -255 (it wraps, as PyTorch's integer scalars: full(-1, u8) is 255); a fractional one may not.
+void check_fill_value(const char* op, double v, DType t) {
+  if (t == DType::Bool) return;
+  const double top = traits(t).max;
+  bool fits;
+  if (is_floating(t)) {
+    fits = !std::isfinite(v) || std::abs(v) <= top;
+  } else {
+    const bool integral = std::isfinite(v) && std::trunc(v) == v;
+    const double bottom = t == DType::U8 ? (integral ? -top : 0.0) : -top - 1;
+    // i64's max rounds up to 2^63 as a double, which no longer fits: refused (PyTorch converts it,
+    // an undefined conversion that gives INT64_MIN on x86).
+    fits = v >= bottom && (t == DType::I64 ? v < top : v <= top);  // false for NaN
+  }
+  MINIDL_CHECK(fits, op, "value ", v, " cannot be converted to ", dtype_name(t), " without overflow");
+}
 }  // namespace
 
 const Tensor& Tensor::fill_(double value) const {
   check_inplace("fill_", *this);
+  check_fill_value("fill_", value, dtype());
   K().fill.get(device(), dtype())(*this, value);
   bump_version();
   return *this;

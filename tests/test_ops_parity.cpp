@@ -482,3 +482,36 @@ TEST_CASE("factories honour requires_grad: arange", "[parity][factory]") {
   CHECK(a.grad().to_vector<float>() == std::vector<float>{0, 2, 4});
   CHECK_THROWS_WITH(arange(0, 3, 1, TensorOptions(DType::I64).requires_grad()), Contains("floating point"));
 }
+
+TEST_CASE("full and fill_ refuse values outside the dtype's range", "[parity][factory]") {
+  // PyTorch 1.13, torch.zeros(1, dtype=dt).fill_(v) (and torch.full((1,), v, dtype=dt)):
+  // uint8: 300 -> "value cannot be converted to type uint8_t without overflow"; -1 -> [255];
+  //        -255 -> [1]; -256 -> error; -1.5 -> error; nan / inf -> error
+  CHECK_THROWS_WITH(full({1}, 300, DType::U8), Contains("fill_") && Contains("u8") && Contains("overflow"));
+  CHECK(full({1}, -1, DType::U8).to_vector<uint8_t>() == std::vector<uint8_t>{255});
+  CHECK(full({1}, -255, DType::U8).to_vector<uint8_t>() == std::vector<uint8_t>{1});
+  CHECK_THROWS_WITH(full({1}, -256, DType::U8), Contains("overflow"));
+  CHECK_THROWS_WITH(full({1}, -1.5, DType::U8), Contains("overflow"));
+  CHECK_THROWS_WITH(zeros({1}, DType::U8).fill_(kNaN), Contains("overflow"));
+  // int32: 2**31 -> error; -2**31 -> [-2147483648]; 2.7 -> [2] (truncated); inf -> error
+  CHECK_THROWS_WITH(full({1}, 2147483648.0, DType::I32), Contains("i32") && Contains("overflow"));
+  CHECK(full({1}, -2147483648.0, DType::I32).to_vector<int32_t>() == std::vector<int32_t>{std::numeric_limits<int32_t>::min()});
+  CHECK(full({1}, 2.7, DType::I32).to_vector<int32_t>() == std::vector<int32_t>{2});
+  CHECK_THROWS_WITH(full({1}, kInf, DType::I32), Contains("overflow"));
+  // int64: 1e39, inf, nan -> error; 2**31 -> [2147483648]
+  CHECK_THROWS_WITH(full({1}, 1e39, DType::I64), Contains("i64") && Contains("overflow"));
+  CHECK_THROWS_WITH(full({1}, -kInf, DType::I64), Contains("overflow"));
+  CHECK(full({1}, 2147483648.0, DType::I64).to_vector<int64_t>() == std::vector<int64_t>{2147483648});
+  // float16: 65504 -> [65504]; 65505 and 1e6 -> error; inf -> [inf]; nan -> [nan]
+  CHECK(full({1}, 65504, DType::F16).item() == 65504.0);
+  CHECK_THROWS_WITH(full({1}, 65505, DType::F16), Contains("f16") && Contains("overflow"));
+  CHECK_THROWS_WITH(zeros({1}, DType::F16).fill_(-1e6), Contains("overflow"));
+  CHECK(std::isinf(full({1}, kInf, DType::F16).item()));
+  CHECK(std::isnan(full({1}, kNaN, DType::F16).item()));
+  // bfloat16: 1e39 -> error, 1e6 -> [999424.]; float32: 1e39 -> error; bool: anything -> True
+  CHECK_THROWS_WITH(full({1}, 1e39, DType::BF16), Contains("overflow"));
+  CHECK(full({1}, 1e6, DType::BF16).item() == 999424.0);
+  CHECK_THROWS_WITH(full({1}, 1e39, DType::F32), Contains("f32") && Contains("overflow"));
+  CHECK(full({1}, 1e39, DType::F64).item() == 1e39);
+  CHECK(full({1}, 1e39, DType::Bool).to_vector<bool>() == std::vector<bool>{true});
+}
