@@ -49,7 +49,7 @@ Tensor log(const Tensor& x);
 Tensor sqrt(const Tensor& x);
 Tensor rsqrt(const Tensor& x);
 Tensor abs(const Tensor& x);
-Tensor sign(const Tensor& x);  // not differentiable (zero gradient)
+Tensor sign(const Tensor& x);  // zero gradient (its result requires grad, as PyTorch's)
 Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor relu(const Tensor& x);

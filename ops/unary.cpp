@@ -83,7 +83,11 @@ Tensor sign(const Tensor& x) {
   // Integers and bools keep their dtype, as torch.sign.
   if (x.dtype() == DType::Bool) return x.detach().clone();
   if (!x.is_floating_point()) return sub(cast(gt(x, 0.0), x.dtype()), cast(lt(x, 0.0), x.dtype()));
-  return unary_forward(UnaryOp::Sign, "sign", x.detach());
+  Tensor out = unary_forward(UnaryOp::Sign, "sign", x);
+  // Differentiable with a zero gradient, as PyTorch's SignBackward: sign(x) of a tensor that
+  // requires grad requires grad too, so backward() and grad() through it give zeros, not an error.
+  autograd::record("SignBackward", {x}, {out}, {}, [](const TensorList& g, const TensorList&) { return TensorList{zeros_like(g[0])}; });
+  return out;
 }
 
 }  // namespace minidl

@@ -140,3 +140,18 @@ TEST_CASE("a .grad built by create_graph is not updated in place by a later back
   CHECK(first.item() == 12.0);  // PyTorch adds out of place when .grad requires grad
   CHECK_FALSE(x.grad().is_same(first));
 }
+
+TEST_CASE("sign of a tensor that requires grad is differentiable with a zero gradient", "[autograd][parity]") {
+  // PyTorch 1.13: x = torch.tensor([-2., 0., 3.], requires_grad=True); s = x.sign()
+  // s.requires_grad -> True (grad_fn SignBackward0); s.sum().backward(); x.grad -> [0., 0., 0.]
+  Tensor x = from_vector<float>({-2, 0, 3}).requires_grad_();
+  Tensor s = sign(x);
+  CHECK(s.requires_grad());
+  CHECK(s.to_vector<float>() == std::vector<float>{-1, 0, 1});
+  s.sum().backward();
+  CHECK(x.grad().to_vector<float>() == std::vector<float>{0, 0, 0});
+  // torch.autograd.grad(x.sign().sum(), x) -> (tensor([0., 0., 0.]),)
+  auto g = autograd::grad({sign(x).sum()}, {x});
+  CHECK(g[0].to_vector<float>() == std::vector<float>{0, 0, 0});
+  CHECK_FALSE(sign(from_vector<float>({1})).requires_grad());
+}
