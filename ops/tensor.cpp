@@ -70,8 +70,10 @@ Tensor& Tensor::requires_grad_(bool r) {
 
 void Tensor::set_grad(const Tensor& g) {
   if (g.defined())
-    MINIDL_CHECK(g.shape() == shape() && g.device() == device(), "set_grad", "assigned grad ", g.meta_str(),
-                 " does not match tensor ", meta_str());
+    // Shape, dtype and device must all match, as PyTorch's `x.grad = g` ("assigned grad has data of
+    // a different type/size").
+    MINIDL_CHECK(g.shape() == shape() && g.dtype() == dtype() && g.device() == device(), "set_grad", "assigned grad ",
+                 g.meta_str(), " does not match tensor ", meta_str());
   impl()->grad = g.impl_ptr();
 }
 

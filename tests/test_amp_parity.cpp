@@ -312,7 +312,7 @@ TEST_CASE("an inf in one param group skips the step of every group", "[amp][pari
 }
 
 TEST_CASE("a refused FP16 unscale_ changes no gradient and leaves the optimizer ready", "[amp][parity][scaler]") {
-  Tensor a = ones({1}).requires_grad_(), h = ones({1}).requires_grad_();
+  Tensor a = ones({1}).requires_grad_(), h = ones({1}, DType::F16).requires_grad_();  // .grad has h's dtype
   TinySGD opt{{a, h}};
   amp::GradScaler scaler(amp::GradScalerOptions().init_scale_(4.0));
   scaler.scale(a.sum());

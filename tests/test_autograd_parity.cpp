@@ -155,3 +155,12 @@ TEST_CASE("sign of a tensor that requires grad is differentiable with a zero gra
   CHECK(g[0].to_vector<float>() == std::vector<float>{0, 0, 0});
   CHECK_FALSE(sign(from_vector<float>({1})).requires_grad());
 }
+
+TEST_CASE("an assigned .grad must match the tensor's dtype as well as its shape", "[autograd][parity]") {
+  // PyTorch 1.13: x = torch.zeros(3, requires_grad=True); x.grad = torch.zeros(3, dtype=torch.float64)
+  // -> RuntimeError "assigned grad has data of a different type"
+  Tensor x = zeros({3}).requires_grad_();
+  CHECK_THROWS_WITH(x.set_grad(zeros({3}, DType::F64)), Contains("set_grad") && Contains("f64[3]") && Contains("f32[3]"));
+  CHECK_NOTHROW(x.set_grad(zeros({3})));
+  CHECK_NOTHROW(x.set_grad(Tensor()));
+}

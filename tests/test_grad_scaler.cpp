@@ -138,7 +138,7 @@ TEST_CASE("GradScaler errors follow PyTorch's messages", "[amp][scaler]") {
   CHECK_THROWS_WITH(scaler.step(opt), Catch::Contains("step() has already been called since the last update()."));
   CHECK_THROWS_WITH(scaler.unscale_(opt), Catch::Contains("unscale_() is being called after step()."));
   scaler.update();
-  Tensor h = param({1.0f}, "h");
+  Tensor h = ones({1}, DType::F16).requires_grad_();  // an f16 parameter: a .grad has its tensor's dtype
   TinySGD oh{{h}};
   h.set_grad(ones({1}, DType::F16));
   CHECK_THROWS_WITH(scaler.unscale_(oh), Catch::Contains("Attempting to unscale FP16 gradients."));
