@@ -122,11 +122,15 @@ TEST_CASE("DType traits table", "[low_precision][traits]") {
     INFO(tr.name);
     if (tr.is_floating) {
       CHECK(tr.eps == std::ldexp(1.0, -tr.mantissa_bits));  // eps follows from the mantissa width
-      // max is representable and survives a round trip; the f32 value just above it (by half an ulp
-      // of the dtype, rounding to even = up) overflows.
+      // max is representable and survives a round trip; the value just above it (by half an ulp of
+      // the dtype, rounding to even = up) overflows to inf in a cast, and is refused as a fill value
+      // (PyTorch's checked scalar conversion).
       if (t != DType::F64) {
         CHECK(full({1}, tr.max, t).item() == tr.max);
-        if (t != DType::F32) CHECK(std::isinf(full({1}, tr.max * (1 + tr.eps / 2), t).item()));
+        if (t != DType::F32) {
+          CHECK(std::isinf(cast(full({1}, tr.max * (1 + tr.eps / 2), DType::F64), t).item()));
+          CHECK_THROWS_WITH(full({1}, tr.max * (1 + tr.eps / 2), t), Catch::Contains("overflow"));
+        }
       }
       CHECK(full({1}, tr.min_normal, t).item() == tr.min_normal);
       CHECK(full({1}, 1 + tr.eps, t).item() == 1 + tr.eps);

@@ -415,6 +415,8 @@ TEST_CASE("narrow takes a negative start from the end", "[parity][view]") {
   CHECK(x.narrow(0, 10, 0).numel() == 0);
   CHECK_THROWS_WITH(x.narrow(0, -11, 1), Contains("narrow") && Contains("start out of range"));
   CHECK_THROWS_WITH(x.narrow(0, -2, 3), Contains("narrow") && Contains("exceeds dimension size 10"));
+}
+
 TEST_CASE("select, slice, narrow, split, chunk, size and stride refuse a 0-dim tensor", "[parity][view]") {
   // PyTorch 1.13: torch.tensor(3.).select(0, 0) -> IndexError "select() cannot be applied to a
   // 0-dim tensor."; likewise slice (t[0:1]) and narrow; split/chunk -> "expects at least a
