@@ -3,10 +3,18 @@
 // live in ops/cpu, CUDA kernels in ops/cuda; each backend fills the tables in its register
 // function, called once on first use (no static-initialisation order or linker-dropping issues).
 #pragma once
+#include <type_traits>
 #include <vector>
 
 #include "framework/dispatch.h"
 #include "ops/tensor.h"
+
+// Helpers both backends compute with the same code (host and device): pool windows, integer pow.
+#if defined(__CUDACC__)
+#define MINIDL_HOST_DEVICE __host__ __device__
+#else
+#define MINIDL_HOST_DEVICE
+#endif
 
 namespace minidl::kernels {
 
@@ -27,6 +35,20 @@ enum class BinaryOp : uint8_t {
   GeluTanhBackward,   // a * gelu'(b), b = input (tanh approximation)
   SoftplusBackward,   // a * sigmoid(alpha * b) (or a where alpha*b > scalar threshold), b = input
 };
+// Integer x^y by squaring, wrapping on overflow (unsigned arithmetic: no UB); a negative exponent
+// gives 1/x^|y| truncated: 0 unless |x| == 1 (PyTorch's integer pow). Both backends' Pow kernel.
+template <class C>
+MINIDL_HOST_DEVICE inline C integer_pow(C x, C y) {
+  if constexpr (std::is_signed_v<C>)
+    if (y < 0) return x == 1 ? C(1) : (x == -1 ? C((y & 1) ? -1 : 1) : C(0));
+  using U = std::make_unsigned_t<C>;
+  U r = 1, b = static_cast<U>(x);
+  for (U e = static_cast<U>(y); e; e >>= 1) {
+    if (e & 1) r = static_cast<U>(r * b);
+    b = static_cast<U>(b * b);
+  }
+  return static_cast<C>(r);
+}
 // out (contiguous, broadcast shape) <- a op b. b undefined means the scalar `scalar`. a and b share
 // a dtype; the table is keyed by a's dtype. alpha: Add/Sub multiplier, LeakyRelu slope, Softplus beta.
 using BinaryFn = void (*)(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, double scalar, double alpha);
@@ -190,12 +212,6 @@ struct Pool2dGeometry {
   bool count_include_pad = true;
   bool adaptive = false;
 };
-// Both backends compute windows with the same code (host and device).
-#if defined(__CUDACC__)
-#define MINIDL_HOST_DEVICE __host__ __device__
-#else
-#define MINIDL_HOST_DEVICE
-#endif
 // The window of output (oh, ow): rows [hs, he), columns [ws, we).
 struct PoolWindow {
   int64_t hs, he, ws, we;

@@ -244,19 +244,7 @@ void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor&
       }
     } else {
       if (op == BinaryOp::Pow)
-        return run([](C x, C y) -> C {
-          // Integer power by squaring, wrapping on overflow (unsigned arithmetic: no UB); a negative
-          // exponent gives 1/x^|y| truncated: 0 unless |x| == 1 (PyTorch's integer pow).
-          if constexpr (std::is_signed_v<C>)
-            if (y < 0) return x == 1 ? C(1) : (x == -1 ? C((y & 1) ? -1 : 1) : C(0));
-          using U = std::make_unsigned_t<C>;
-          U r = 1, b = static_cast<U>(x);
-          for (U e = static_cast<U>(y); e; e >>= 1) {
-            if (e & 1) r = static_cast<U>(r * b);
-            b = static_cast<U>(b * b);
-          }
-          return static_cast<C>(r);
-        });
+        return run([](C x, C y) -> C { return integer_pow(x, y); });
     }
     MINIDL_FAIL("binary", "op ", static_cast<int>(op), " is not supported for ", dtype_name(a.dtype()));
   }

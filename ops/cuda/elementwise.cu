@@ -68,21 +68,6 @@ __device__ __forceinline__ C binary_float(BinaryOp op, C x, C y, C al, C sc) {
   }
 }
 
-// Integer power by squaring, wrapping on overflow (unsigned arithmetic); a negative exponent gives
-// 1/x^|y| truncated: 0 unless |x| == 1 (PyTorch's integer pow, as the CPU kernel).
-template <class C>
-__device__ __forceinline__ C int_pow(C x, C y) {
-  if constexpr (std::is_signed_v<C>)
-    if (y < 0) return x == 1 ? C(1) : (x == -1 ? C((y & 1) ? -1 : 1) : C(0));
-  using U = std::make_unsigned_t<C>;
-  U r = 1, b = static_cast<U>(x);
-  for (U e = static_cast<U>(y); e; e >>= 1) {
-    if (e & 1) r = static_cast<U>(r * b);
-    b = static_cast<U>(b * b);
-  }
-  return static_cast<C>(r);
-}
-
 // a op b in compute type C (arithmetic ops; comparisons are handled by compare()).
 template <class C>
 __device__ __forceinline__ C binary_apply(BinaryOp op, C x, C y, C al, C sc) {
@@ -96,7 +81,7 @@ __device__ __forceinline__ C binary_apply(BinaryOp op, C x, C y, C al, C sc) {
     default: break;
   }
   if constexpr (std::is_floating_point_v<C>) return binary_float<C>(op, x, y, al, sc);
-  else if (op == BinaryOp::Pow) return int_pow(x, y);
+  else if (op == BinaryOp::Pow) return integer_pow(x, y);
   else return C(0);
 }
 
