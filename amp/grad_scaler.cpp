@@ -89,8 +89,8 @@ void GradScaler::unscale_(const OptimizerHandle& opt) {
     Tensor g = p.grad();
     if (!g.defined()) continue;
     MINIDL_CHECK(g.dtype() != DType::F16, "GradScaler", "Attempting to unscale FP16 gradients.");
-    MINIDL_CHECK(g.is_contiguous(), "GradScaler", "gradient of ", p.name().empty() ? "a parameter" : p.name(),
-                 " is not contiguous");
+    // Any layout, as PyTorch (`p.grad = g.t()` is unscaled in place): the foreach op stages a
+    // non-contiguous gradient and writes it back.
     grads.push_back(g);
     owners.push_back(p);
   }

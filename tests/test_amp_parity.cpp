@@ -395,3 +395,27 @@ TEST_CASE("a CUDA scaler without CUDA warns and disables itself", "[amp][parity]
   CHECK(opt.steps == 1);
   CHECK(scaler.state_dict().empty());
 }
+
+TEST_CASE("unscale_ takes a non-contiguous gradient, unscaled in place in its own layout", "[amp][parity][scaler]") {
+  // PyTorch 1.13 (torch.cuda.amp.GradScaler): `w.grad = g.t()` is accepted and unscale_ multiplies it
+  // in place (_unscale_grads_ collects param.grad whatever its strides), e.g. with scale 4
+  // w.grad = (4 * torch.arange(1., 7.).reshape(3, 2)).t() gives [[1, 3, 5], [2, 4, 6]] after unscale_.
+  Tensor w = zeros({2, 3}).requires_grad_();
+  TinySGD opt{{w}};
+  amp::GradScaler scaler(amp::GradScalerOptions().init_scale_(4.0));
+  scaler.scale(w.sum());
+  Tensor g = mul(from_vector<float>({1, 2, 3, 4, 5, 6}).reshape({3, 2}), 4.0).t();
+  REQUIRE_FALSE(g.is_contiguous());
+  w.set_grad(g);
+  scaler.unscale_(opt);
+  CHECK(w.grad().is_same(g));  // the same tensor, in place
+  CHECK(w.grad().to_vector<float>() == std::vector<float>{1, 3, 5, 2, 4, 6});
+  CHECK(scaler.step(opt).stepped);
+  scaler.update();
+  // An inf in a non-contiguous gradient is found as in a contiguous one.
+  scaler.scale(w.sum());
+  w.set_grad(from_vector<float>({1, INFINITY, 3, 4, 5, 6}).reshape({3, 2}).t());
+  CHECK_FALSE(scaler.step(opt).stepped);
+  scaler.update();
+  CHECK(scaler.get_scale() == 2.0);
+}
