@@ -256,6 +256,9 @@ TEST_CASE("every CPU kernel set's exp, tanh, sigmoid and gelu agree with double 
         {K::UnaryOp::Tanh, [](double v) { return std::tanh(v); }, 8},
         {K::UnaryOp::Sigmoid, [](double v) { return 1 / (1 + std::exp(-v)); }, 8},
         {K::UnaryOp::Gelu, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }, 16},
+        // The tanh approximation, whose 1 + tanh(z) cancels for negative inputs unless computed as a
+        // sigmoid (1e-3 relative error at -4 in f32 before).
+        {K::UnaryOp::GeluTanh, [](double v) { return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))); }, 16},
     };
     const double eps = std::numeric_limits<float>::epsilon();
     for (K::CpuIsa isa : runnable_sets()) {
@@ -272,6 +275,19 @@ TEST_CASE("every CPU kernel set's exp, tanh, sigmoid and gelu agree with double 
         INFO("set " << K::cpu_isa_name(isa) << " op " << static_cast<int>(c.op) << " len " << len);
         CHECK(bad == 0);
       }
+      // gelu(tanh)'s gradient (g = 1) against d/dv 0.5 v (1 + tanh z) in f64.
+      Tensor grad = empty({len});
+      r.binary.get(Device::cpu(), DType::F32)(K::BinaryOp::GeluTanhBackward, grad, ones({len}), x, 0.0, 0.0);
+      const std::vector<float> gv = grad.to_vector<float>();
+      int bad = 0;
+      for (int64_t i = 0; i < len; ++i) {
+        const double v = head[i], k = std::sqrt(2 / M_PI), t = std::tanh(k * (v + 0.044715 * v * v * v));
+        const double ref = 0.5 * (1 + t) + 0.5 * v * (1 - t * t) * k * (1 + 3 * 0.044715 * v * v);
+        // Scaled by the first term too: the two terms cancel where the gradient crosses 0 (v ~ -0.75).
+        if (std::fabs(gv[i] - ref) > 32 * eps * std::max({std::fabs(ref), 0.5 * (1 + t), 1e-3})) ++bad;
+      }
+      INFO("set " << K::cpu_isa_name(isa) << " gelu tanh backward, len " << len);
+      CHECK(bad == 0);
     }
   }
 }

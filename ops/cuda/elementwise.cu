@@ -54,11 +54,11 @@ __device__ __forceinline__ C binary_float(BinaryOp op, C x, C y, C al, C sc) {
       const C pdf = C(kInvSqrt2Pi) * exp(C(-0.5) * y * y);
       return x * (cdf + y * pdf);
     }
-    case BinaryOp::GeluTanhBackward: {
+    case BinaryOp::GeluTanhBackward: {  // as the CPU kernel: 0.5 (1 + tanh z) as a sigmoid, no cancellation
       const C y2 = y * y;
-      const C t = tanh(C(kSqrt2OverPi) * (y + C(0.044715) * y2 * y));
-      const C dt = (C(1) - t * t) * C(kSqrt2OverPi) * (C(1) + C(3 * 0.044715) * y2);
-      return x * (C(0.5) * (C(1) + t) + C(0.5) * y * dt);
+      const C s = C(1) / (C(1) + exp(C(-2) * C(kSqrt2OverPi) * (y + C(0.044715) * y2 * y)));
+      const C dz = C(kSqrt2OverPi) * (C(1) + C(3 * 0.044715) * y2);
+      return x * (s + C(2) * y * s * (C(1) - s) * dz);
     }
     case BinaryOp::SoftplusBackward: {
       const C z = al * y;
@@ -220,7 +220,7 @@ __device__ __forceinline__ C unary_apply(UnaryOp op, C v, C p0, C p1) {
     case UnaryOp::Relu: return v <= C(0) ? C(0) : v;  // NaN propagates
     case UnaryOp::LeakyRelu: return v > C(0) ? v : v * p0;
     case UnaryOp::Gelu: return v * gelu_cdf(v);
-    case UnaryOp::GeluTanh: return C(0.5) * v * (C(1) + tanh(C(kSqrt2OverPi) * (v + C(0.044715) * v * v * v)));
+    case UnaryOp::GeluTanh: return v / (C(1) + exp(C(-2) * C(kSqrt2OverPi) * (v + C(0.044715) * v * v * v)));  // v sigmoid(2z), as the CPU
     case UnaryOp::Softplus: return p0 * v > p1 ? v : log1p(exp(p0 * v)) / p0;
     case UnaryOp::Square: return v * v;
     case UnaryOp::Reciprocal: return C(1) / v;
