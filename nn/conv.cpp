@@ -43,16 +43,24 @@ std::string Conv2d::describe() const {
                         o.groups_ != 1 ? ", groups " + std::to_string(o.groups_) : "", o.bias_ ? ", bias)" : ")");
 }
 
-std::string SquarePool2d::describe() const { return detail::concat(type_name(), "(", k_, "x", k_, ", stride ", s_, ")"); }
+std::string SquarePool2d::describe() const {
+  return detail::concat(type_name(), "(", k_, "x", k_, ", stride ", s_, p_ ? detail::concat(", padding ", p_) : "", describe_options(), ")");
+}
 
 Tensor MaxPool2d::forward(const Tensor& x) {
   auto scope = forward_scope();
-  return max_pool2d(x, kernel(), stride(), padding());
+  return max_pool2d(x, kernel(), stride(), padding(), {dilation_, dilation_}, ceil_mode_);
+}
+std::string MaxPool2d::describe_options() const {
+  return detail::concat(dilation_ != 1 ? detail::concat(", dilation ", dilation_) : "", ceil_mode_ ? ", ceil_mode" : "");
 }
 
 Tensor AvgPool2d::forward(const Tensor& x) {
   auto scope = forward_scope();
-  return avg_pool2d(x, kernel(), stride(), padding());
+  return avg_pool2d(x, kernel(), stride(), padding(), ceil_mode_, count_include_pad_);
+}
+std::string AvgPool2d::describe_options() const {
+  return detail::concat(ceil_mode_ ? ", ceil_mode" : "", count_include_pad_ ? "" : ", count_include_pad false");
 }
 
 Tensor AdaptiveAvgPool2d::forward(const Tensor& x) {

@@ -52,6 +52,8 @@ class SquarePool2d : public Layer {
 
  protected:
   SquarePool2d(int64_t kernel, int64_t stride, int64_t padding) : k_(kernel), s_(stride ? stride : kernel), p_(padding) {}
+  // The options after the stride that differ from PyTorch's defaults, each as ", name value".
+  virtual std::string describe_options() const { return ""; }
   Size2 kernel() const { return {k_, k_}; }
   Size2 stride() const { return {s_, s_}; }
   Size2 padding() const { return {p_, p_}; }
@@ -60,20 +62,38 @@ class SquarePool2d : public Layer {
   int64_t k_, s_, p_;
 };
 
+// PyTorch's MaxPool2d(kernel_size, stride, padding, dilation, ceil_mode) with square windows.
 class MaxPool2d : public SquarePool2d {
  public:
-  explicit MaxPool2d(int64_t kernel, int64_t stride = 0, int64_t padding = 0) : SquarePool2d(kernel, stride, padding) {}
+  explicit MaxPool2d(int64_t kernel, int64_t stride = 0, int64_t padding = 0, int64_t dilation = 1, bool ceil_mode = false)
+      : SquarePool2d(kernel, stride, padding), dilation_(dilation), ceil_mode_(ceil_mode) {}
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "MaxPool2d"; }
-  ModulePtr clone_structure() const override { return std::make_shared<MaxPool2d>(kernel()[0], stride()[0], padding()[0]); }
+  ModulePtr clone_structure() const override {
+    return std::make_shared<MaxPool2d>(kernel()[0], stride()[0], padding()[0], dilation_, ceil_mode_);
+  }
+
+ private:
+  std::string describe_options() const override;
+  int64_t dilation_;
+  bool ceil_mode_;
 };
 
+// PyTorch's AvgPool2d(kernel_size, stride, padding, ceil_mode, count_include_pad) with square windows.
 class AvgPool2d : public SquarePool2d {
  public:
-  explicit AvgPool2d(int64_t kernel, int64_t stride = 0, int64_t padding = 0) : SquarePool2d(kernel, stride, padding) {}
+  explicit AvgPool2d(int64_t kernel, int64_t stride = 0, int64_t padding = 0, bool ceil_mode = false,
+                     bool count_include_pad = true)
+      : SquarePool2d(kernel, stride, padding), ceil_mode_(ceil_mode), count_include_pad_(count_include_pad) {}
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "AvgPool2d"; }
-  ModulePtr clone_structure() const override { return std::make_shared<AvgPool2d>(kernel()[0], stride()[0], padding()[0]); }
+  ModulePtr clone_structure() const override {
+    return std::make_shared<AvgPool2d>(kernel()[0], stride()[0], padding()[0], ceil_mode_, count_include_pad_);
+  }
+
+ private:
+  std::string describe_options() const override;
+  bool ceil_mode_, count_include_pad_;
 };
 
 class AdaptiveAvgPool2d : public Layer {

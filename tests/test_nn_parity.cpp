@@ -299,3 +299,30 @@ TEST_CASE("clip_grad_norm_ scales by max_norm / (total + 1e-6) even when max_nor
   CHECK(std::isnan(a.grad().to_vector<double>()[0]));
   CHECK(a.grad().to_vector<double>()[1] == -2.0);
 }
+
+TEST_CASE("MaxPool2d and AvgPool2d modules take PyTorch's dilation, ceil_mode and count_include_pad", "[parity][nn][pool]") {
+  // PyTorch 1.13, x = torch.arange(36., dtype=torch.float64).reshape(1, 1, 6, 6):
+  //   nn.AvgPool2d(3, 2, 1, ceil_mode=True, count_include_pad=False)(x).flatten() and nn.AvgPool2d(3, 2, 1)(x)
+  //   nn.MaxPool2d(3, 2, 1, dilation=2, ceil_mode=True)(x): shape [1, 1, 3, 3].
+  Tensor x = arange(0, 36, 1, DType::F64).reshape({1, 1, 6, 6});
+  const std::vector<double> avg_ceil = {3.5, 5.0, 7.0, 8.0, 12.5, 14.0, 16.0, 17.0, 24.5, 26.0, 28.0, 29.0, 30.5, 32.0, 34.0, 35.0};
+  const std::vector<double> avg_plain = {1.5555555555555556, 3.3333333333333335, 4.666666666666667, 8.333333333333334, 14.0,
+                                         16.0, 16.333333333333332, 26.0, 28.0};
+  const std::vector<double> max_dilated = {21, 23, 23, 33, 35, 35, 33, 35, 35};
+  auto close = [](const Tensor& t, const std::vector<double>& want) {
+    const std::vector<double> got = t.to_vector<double>();
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(want[i]).epsilon(1e-15));
+  };
+  nn::AvgPool2d avg(3, 2, 1, /*ceil_mode=*/true, /*count_include_pad=*/false);
+  close(avg.forward(x), avg_ceil);
+  close(nn::AvgPool2d(3, 2, 1).forward(x), avg_plain);
+  nn::MaxPool2d mp(3, 2, 1, /*dilation=*/2, /*ceil_mode=*/true);
+  CHECK(mp.forward(x).shape() == Shape{1, 1, 3, 3});
+  close(mp.forward(x), max_dilated);
+  // The options survive clone_structure and show in describe().
+  close(std::dynamic_pointer_cast<nn::AvgPool2d>(avg.clone_structure())->forward(x), avg_ceil);
+  close(std::dynamic_pointer_cast<nn::MaxPool2d>(mp.clone_structure())->forward(x), max_dilated);
+  CHECK(avg.describe() == "AvgPool2d(3x3, stride 2, padding 1, ceil_mode, count_include_pad false)");
+  CHECK(mp.describe() == "MaxPool2d(3x3, stride 2, padding 1, dilation 2, ceil_mode)");
+}
