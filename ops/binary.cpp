@@ -53,8 +53,7 @@ Prepared prepare(BinaryOp op, const Tensor& a_in, const Tensor& b_in, double alp
   const bool logical = op == BinaryOp::Mul || op == BinaryOp::Max || op == BinaryOp::Min || (op == BinaryOp::Add && alpha == 1.0);
   MINIDL_CHECK(t != DType::Bool || logical, name, "arithmetic on two bool tensors is not supported (got ", a_in.meta_str(),
                " and ", b_in.meta_str(), "); cast one to an integer or floating dtype first");
-  MINIDL_CHECK(is_floating(t) || alpha == std::trunc(alpha), name,
-               "For integral input tensors, argument alpha must not be a floating point number.");
+  check_integer_alpha(name, t, alpha);
   const Shape shape = broadcast_shapes(a_in.shape(), b_in.shape(), name);
   auto kernel = K().binary.get(a_in.device(), t, name);
   Prepared p{cast(a_in, t), cast(b_in, t), Tensor()};

@@ -10,16 +10,13 @@ namespace minidl {
 using namespace ops_detail;
 
 namespace ops_detail {
-namespace {
-int category(DType t) { return type_category(t); }
-}  // namespace
 
 DType result_type(const Tensor& a, const Tensor& b) {
   const bool a0 = a.dim() == 0, b0 = b.dim() == 0;
   if (a0 != b0) {
     const Tensor& dimmed = a0 ? b : a;
     const Tensor& zero = a0 ? a : b;
-    if (category(zero.dtype()) <= category(dimmed.dtype())) return dimmed.dtype();
+    if (type_category(zero.dtype()) <= type_category(dimmed.dtype())) return dimmed.dtype();
     return zero.dtype();
   }
   return promote_types(a.dtype(), b.dtype());

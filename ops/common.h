@@ -1,6 +1,8 @@
 // Helpers shared by the differentiable ops: argument checks with clear messages, result types,
 // output allocation and the kernel registry.
 #pragma once
+#include <cmath>
+
 #include "ops/autocast_hook.h"
 #include "framework/grad_mode.h"
 #include "ops/node.h"
@@ -43,6 +45,11 @@ inline int type_category(DType t) { return t == DType::Bool ? 0 : (is_floating(t
 inline void check_inplace_result(const char* op, const Tensor& self, DType result) {
   MINIDL_CHECK(type_category(result) <= type_category(self.dtype()), op, "result type ", dtype_name(result),
                " can't be cast to the desired output type ", dtype_name(self.dtype()));
+}
+// add/sub of integer tensors (t: the result type) take only an integral alpha, as PyTorch.
+inline void check_integer_alpha(const char* op, DType t, double alpha) {
+  MINIDL_CHECK(is_floating(t) || alpha == std::trunc(alpha), op,
+               "For integral input tensors, argument alpha must not be a floating point number.");
 }
 
 // A freshly allocated contiguous tensor on x's device.

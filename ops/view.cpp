@@ -164,8 +164,16 @@ Tensor Tensor::t() const {
   return dim() < 2 ? *this : transpose(0, 1);
 }
 
+namespace {
+// select, slice and narrow index a dim, which a 0-dim tensor lacks (wrap_dim takes 0 and -1 there,
+// as reductions over a 0-dim tensor need): PyTorch's error, not a read of an empty shape.
+void check_has_dims(const char* op, const Tensor& t) {
+  MINIDL_CHECK(t.dim() > 0, op, "cannot be applied to a 0-dim tensor (", t.meta_str(), ")");
+}
+}  // namespace
+
 Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
-  MINIDL_CHECK(dim() > 0, "slice", "cannot be applied to a 0-dim tensor (", meta_str(), ")");
+  check_has_dims("slice", *this);
   d = wrap_dim(d, dim(), "slice");
   MINIDL_CHECK(step > 0, "slice", "step must be positive, got ", step);
   const int64_t n = shape()[d];
@@ -184,7 +192,7 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
-  MINIDL_CHECK(dim() > 0, "narrow", "cannot be applied to a 0-dim tensor (", meta_str(), ")");
+  check_has_dims("narrow", *this);
   d = wrap_dim(d, dim(), "narrow");
   const int64_t n = shape()[d];
   // A negative start counts from the end, as torch.narrow (start == size is valid, with length 0).
@@ -197,7 +205,7 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
-  MINIDL_CHECK(dim() > 0, "select", "cannot be applied to a 0-dim tensor (", meta_str(), ")");
+  check_has_dims("select", *this);
   d = wrap_dim(d, dim(), "select");
   const int64_t n = shape()[d];
   MINIDL_CHECK(index >= -n && index < n, "select", "index ", index, " out of range for dimension ", d, " of size ", n);
@@ -354,8 +362,7 @@ const Tensor& Tensor::add_(const Tensor& other, double alpha) const {
   check_inplace("add_", *this);
   check_same_device("add_", *this, other);
   check_inplace_result("add_", *this, result_type(*this, other));
-  MINIDL_CHECK(is_floating(dtype()) || alpha == std::trunc(alpha), "add_",
-               "For integral input tensors, argument alpha must not be a floating point number.");
+  check_integer_alpha("add_", dtype(), alpha);
   Tensor o = other.dtype() == dtype() ? other : cast(other.detach(), dtype());
   MINIDL_CHECK(broadcast_shapes(shape(), o.shape(), "add_") == shape(), "add_", "other ", shape_str(o.shape()),
                " does not broadcast to ", shape_str(shape()));
