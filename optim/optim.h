@@ -5,5 +5,8 @@
 #include "optim/optimizer.h"
 #include "optim/plateau.h"
 #include "optim/adaptive.h"
+#include "optim/factor_schedulers.h"
 #include "optim/scheduler.h"
+#include "optim/sequential_lr.h"
 #include "optim/sgd.h"
+#include "optim/warm_restarts.h"
