@@ -24,6 +24,7 @@
 #include <optional>
 
 #include "apps/train/config.h"
+#include "apps/train/schedule.h"
 #include "apps/train/progress.h"
 #include "apps/train/summary.h"
 #include "data/cifar.h"
@@ -161,6 +162,9 @@ int run(const train::Config& c) {
   else
     loader_options.shuffle(true);
   data::DataLoader loader(*d.train, loader_options, d.augment);
+  // Created before a checkpoint's optimizer state is loaded: its base rate is --lr.
+  const int64_t schedule_total = train::schedule_steps(c, loader.size());
+  const std::unique_ptr<optim::LRScheduler> schedule = train::make_schedule(c, *opt, schedule_total);
   std::vector<train::EpochMetrics> history;
   int64_t start_epoch = 0, global_step = 0;
 
@@ -179,14 +183,34 @@ int run(const train::Config& c) {
       if (const Json* saved = ck.meta.find(key))
         MINIDL_CHECK(saved->as_int() == now, "--resume", "checkpoint ", c.resume, " was written with ", flag, " ", saved->as_int(),
                      ", not ", now, ": resuming would continue at the wrong sample (pass ", flag, " ", saved->as_int(), ")");
+    // The schedule must be the one the checkpoint's steps followed (older checkpoints: constant).
+    const Json* saved_schedule = ck.meta.find("lr_schedule");
+    const std::string saved_name = saved_schedule ? saved_schedule->at("name").as_string() : "constant";
+    const int64_t saved_warmup = saved_schedule ? saved_schedule->at("warmup_steps").as_int() : 0;
+    MINIDL_CHECK(saved_name == c.lr_schedule && saved_warmup == c.warmup_steps, "--resume", "checkpoint ", c.resume,
+                 " was written with --lr-schedule ", saved_name, " --warmup-steps ", saved_warmup, ", not --lr-schedule ",
+                 c.lr_schedule, " --warmup-steps ", c.warmup_steps);
+    if (schedule) {
+      const int64_t saved_total = saved_schedule->at("total_steps").as_int();
+      MINIDL_CHECK(saved_total == schedule_total, "--resume", "checkpoint ", c.resume, "'s --lr-schedule ", c.lr_schedule,
+                   " spans ", saved_total, " steps, this run's would span ", schedule_total,
+                   " (--epochs or --max-steps differ): the rates would not continue");
+    }
     model->load_state_dict(ck.tensors_under("model"));
     opt->load_state_dict(ck.state_dict("optim"));
     // The saved hyper-parameters continue (as PyTorch's load_state_dict); say so where flags differ.
+    // With a schedule, the group's rate is the schedule's at the saved step: its base rate is compared.
     if (const Json* groups = ck.meta.at("optim").find("param_groups"); groups && groups->size() > 0)
       for (const auto& [key, flag, now] : {std::tuple<const char*, const char*, double>{"lr", "--lr", c.lr},
-                                           {"momentum", "--momentum", c.momentum}, {"weight_decay", "--weight-decay", c.weight_decay}})
-        if (const Json* saved = (*groups)[0].find(key); saved && saved->as_double() != now)
+                                           {"momentum", "--momentum", c.momentum}, {"weight_decay", "--weight-decay", c.weight_decay}}) {
+        const Json* saved = (*groups)[0].find(key);
+        if (schedule && std::string(key) == "lr") saved = &saved_schedule->at("state").at("base_lrs")[0];
+        // OneCycleLR cycles the momentum: the saved value is the schedule's, not a flag's.
+        if (c.lr_schedule == "onecycle" && std::string(key) == "momentum") saved = nullptr;
+        if (saved && saved->as_double() != now)
           std::printf("note: %s %g is not used: training continues with the checkpoint's %g\n", flag, now, saved->as_double());
+      }
+    if (schedule) schedule->load_state_dict(saved_schedule->at("state"));
     if (scaler.is_enabled() && ck.meta.contains("scaler")) {
       std::map<std::string, double> s;
       for (const auto& [k, v] : ck.meta.at("scaler").members()) s[k] = v.as_double();
@@ -223,6 +247,12 @@ int run(const train::Config& c) {
     ck.put("batch_size", Json(c.batch_size));
     ck.put("limit_train", Json(c.limit_train));
     ck.put("seed", Json(static_cast<int64_t>(c.seed)));
+    Json sched = Json::object();
+    sched["name"] = c.lr_schedule;
+    sched["warmup_steps"] = c.warmup_steps;
+    sched["total_steps"] = schedule_total;
+    if (schedule) sched["state"] = schedule->state_dict();
+    ck.put("lr_schedule", sched);
     Json h = Json::array();
     for (const auto& m : history) h.push_back(train::to_json(m));
     ck.put("history", h);
@@ -306,6 +336,7 @@ int run(const train::Config& c) {
       }
       ++global_step;
       ++step_in_epoch;
+      if (schedule && global_step < schedule_total) schedule->step();  // the rate of the next step
       if (!c.metrics.empty() && is_main) step_losses.push_back({global_step, loss_value});
       const auto now = Clock::now();
       epoch_train_s += std::chrono::duration<double>(now - t_step).count();
@@ -386,6 +417,7 @@ int run(const train::Config& c) {
   j["skipped_steps"] = scaler.skipped_steps();
   j["saved_activation_bytes"] = static_cast<int64_t>(autograd::peak_saved_tensor_bytes() - saved_baseline);
   j["nonfinite_loss_batches"] = nonfinite_batches;
+  j["final_lr"] = opt->param_groups()[0].lr();
   if (!diverged.empty()) j["stopped"] = diverged;
   train::null_nonfinite(j);
   const std::string line = j.dump();
@@ -408,6 +440,10 @@ int main(int argc, char** argv) {
   try {
     const train::Config c = train::parse_args(argc, argv);
     return run(c);
+  } catch (const train::FlagError& e) {  // flags that only the data can judge (--warmup-steps against the run's steps)
+    std::fprintf(stderr, "minidl-train: %s\n", e.what());
+    if (dist::is_initialized()) dist::abort_all(2);
+    return 2;
   } catch (const std::exception& e) {  // minidl::Error and the rest: the message and status 1, never terminate
     std::fprintf(stderr, "minidl-train: %s\n", e.what());
     if (dist::is_initialized()) dist::abort_all(1);  // the other ranks would wait in a collective

@@ -85,6 +85,10 @@ a JSON summary as the last line of stdout.
   --epochs N            passes over the training set                       [3]
   --batch-size B        samples per step                                   [128]
   --lr X                learning rate                                      [0.05]
+  --lr-schedule S       constant, step (x0.1 at 1/2 and 3/4 of the steps),  [constant]
+                        cosine (annealed to 0) or onecycle (peak at --lr), stepped every step
+  --warmup-steps N      linear warm-up from lr/3 over the first N steps    [0]
+                        (before constant, step or cosine)
   --optimizer NAME      sgd, adam, adamw                                   [sgd]
   --momentum M          SGD momentum                                       [0.9]
   --weight-decay W      L2 (sgd, adam) or decoupled (adamw) decay          [0]
@@ -115,7 +119,8 @@ Flags take their value as "--flag value" or "--flag=value"; --no-progress=false 
 
 JSON summary keys: model, dataset, amp, device, epochs, steps, batch_size (per rank), world_size,
 test_accuracy (fraction in [0, 1]), test_loss, train_loss, train_accuracy, train_samples_per_s,
-peak_rss_mb, wall_s, final_scale, skipped_steps, saved_activation_bytes, nonfinite_loss_batches;
+peak_rss_mb, wall_s, final_scale, skipped_steps, saved_activation_bytes, nonfinite_loss_batches,
+final_lr (the rate of the last step);
 stopped (why a run stopped early) and null_reasons (why a value is null) when they apply.
 )";
 }
@@ -133,6 +138,8 @@ Config parse_flags(const std::vector<std::string>& args) {
       {"--epochs", [&](const std::string& v) { c.epochs = parse_int("--epochs", v, 1, kMaxEpochs); }},
       {"--batch-size", [&](const std::string& v) { c.batch_size = parse_int("--batch-size", v, 1, kMaxBatch); }},
       {"--lr", [&](const std::string& v) { c.lr = parse_double("--lr", v); }},
+      {"--lr-schedule", [&](const std::string& v) { one_of("--lr-schedule", v, {"constant", "step", "cosine", "onecycle"}); c.lr_schedule = v; }},
+      {"--warmup-steps", [&](const std::string& v) { c.warmup_steps = parse_int("--warmup-steps", v, 0, kMaxInt); }},
       {"--optimizer", [&](const std::string& v) { one_of("--optimizer", v, {"sgd", "adam", "adamw"}); c.optimizer = v; }},
       {"--momentum", [&](const std::string& v) { c.momentum = parse_double("--momentum", v); }},
       {"--weight-decay", [&](const std::string& v) { c.weight_decay = parse_double("--weight-decay", v); }},
@@ -182,6 +189,7 @@ Config parse_flags(const std::vector<std::string>& args) {
     return c;
   }
   if (!(c.lr > 0) || !std::isfinite(c.lr)) fail("--lr must be finite and > 0");
+  if (c.warmup_steps > 0 && c.lr_schedule == "onecycle") fail("--warmup-steps does not apply to --lr-schedule onecycle (it warms up itself)");
   if (!(c.momentum >= 0) || !std::isfinite(c.momentum)) fail("--momentum must be finite and >= 0");
   if (!(c.weight_decay >= 0) || !std::isfinite(c.weight_decay)) fail("--weight-decay must be finite and >= 0");
   for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--checkpoint", c.checkpoint},
@@ -211,7 +219,9 @@ Config parse_args(int argc, char** argv) {
 std::string describe(const Config& c) {
   std::ostringstream os;
   os << "config: model=" << c.model << " dataset=" << c.dataset << " data=" << c.data << " epochs=" << c.epochs
-     << " batch_size=" << c.batch_size << " lr=" << c.lr << " optimizer=" << c.optimizer << " momentum=" << c.momentum
+     << " batch_size=" << c.batch_size << " lr=" << c.lr << " lr_schedule=" << c.lr_schedule;
+  if (c.warmup_steps) os << " warmup_steps=" << c.warmup_steps;
+  os << " optimizer=" << c.optimizer << " momentum=" << c.momentum
      << " weight_decay=" << c.weight_decay << " seed=" << c.seed << " device=" << c.device << " amp=" << c.amp
      << " workers=" << c.workers;
   if (!c.checkpoint.empty()) os << " checkpoint=" << c.checkpoint;

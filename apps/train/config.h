@@ -16,6 +16,8 @@ struct Config {
   int64_t epochs = 3;
   int64_t batch_size = 128;
   double lr = 0.05;
+  std::string lr_schedule = "constant";  // constant | step | cosine | onecycle (apps/train/schedule.h)
+  int64_t warmup_steps = 0;              // linear warm-up steps before the schedule
   std::string optimizer = "sgd";  // sgd | adam | adamw
   double momentum = 0.9;
   double weight_decay = 0.0;
