@@ -10,7 +10,7 @@
 // differentiable to any order.
 #include <cmath>
 
-#include "ops/common.h"
+#include "ops/loss_common.h"
 
 namespace minidl {
 
@@ -35,15 +35,6 @@ namespace {
 CrossEntropyOptions with_weight(CrossEntropyOptions o, const Tensor& weight) {
   o.weight = weight;
   return o;
-}
-
-Tensor reduce(const Tensor& loss, Reduction reduction) {
-  switch (reduction) {
-    case Reduction::None: return loss;
-    case Reduction::Sum: return sum(loss);
-    case Reduction::Mean: return mean(loss);
-  }
-  return loss;
 }
 
 // Class-index targets: i64 of shape [N, d1, ...] for input [N, C, d1, ...], or 0-D for input [C].
@@ -107,7 +98,7 @@ Tensor nll_core(const Tensor& logp, const Tensor& target, const Tensor& weight, 
   // ignored the mean's 1/0 gradient must not turn into inf * 0 = NaN; PyTorch's gradient is 0 there.
   Tensor loss = where(t.mask, neg(mul(picked, t.w)), zeros_like(t.w));
   if (reduction == Reduction::Mean) return div(sum(loss), sum(t.w));  // weighted mean, as PyTorch
-  return reduce(loss, reduction);
+  return apply_reduction(loss, reduction);
 }
 
 // The fused path: logits [N, C], targets [N]; `count` non-ignored targets.
@@ -266,28 +257,21 @@ Tensor cross_entropy(const Tensor& logits_arg, const Tensor& target_arg, const C
 
 // ---- regression losses
 
-namespace {
-void check_pair(const char* op, const Tensor& input, const Tensor& target) {
-  check_defined(input, op, "input");
-  check_defined(target, op, "target");
-  check_floating(op, input);
-  check_same_device(op, input, target);
-}
-}  // namespace
-
 Tensor mse_loss(const Tensor& input_arg, const Tensor& target_arg, Reduction reduction) {
   amp::AutocastInputs in(kMseLoss, {input_arg, target_arg});
   const Tensor &input = in[0], &target = in[1];
-  check_pair("mse_loss", input, target);
-  Tensor d = sub(input, target);  // broadcasts, as PyTorch (which only warns on a shape mismatch)
-  return reduce(mul(d, d), reduction);
+  check_loss_pair("mse_loss", input, target);
+  warn_if_target_broadcasts("mse_loss", input, target);
+  Tensor d = sub(input, target);
+  return apply_reduction(mul(d, d), reduction);
 }
 
 Tensor l1_loss(const Tensor& input_arg, const Tensor& target_arg, Reduction reduction) {
   amp::AutocastInputs in(kL1Loss, {input_arg, target_arg});
   const Tensor &input = in[0], &target = in[1];
-  check_pair("l1_loss", input, target);
-  return reduce(abs(sub(input, target)), reduction);
+  check_loss_pair("l1_loss", input, target);
+  warn_if_target_broadcasts("l1_loss", input, target);
+  return apply_reduction(abs(sub(input, target)), reduction);
 }
 
 // ---- binary cross-entropy
@@ -321,7 +305,7 @@ Tensor binary_cross_entropy(const Tensor& probs_arg, const Tensor& target_arg, R
   amp::AutocastInputs in(kBinaryCrossEntropy, {probs_arg, target_arg});
   const Tensor &probs = in[0], &target_in = in[1];
   const char* op = "binary_cross_entropy";
-  check_pair(op, probs, target_in);
+  check_loss_pair(op, probs, target_in);
   check_same_shape(op, probs, target_in);
   if (probs.numel() > 0) {
     NoGradGuard ng;
@@ -347,7 +331,7 @@ Tensor binary_cross_entropy(const Tensor& probs_arg, const Tensor& target_arg, R
     Tensor gy = mul(g[0], sub(log(rsub(pv, 1.0)), log(pv)));
     return TensorList{gp, gy};
   });
-  return reduce(loss, reduction);
+  return apply_reduction(loss, reduction);
 }
 
 Tensor binary_cross_entropy_with_logits(const Tensor& logits_arg, const Tensor& target_arg, Reduction reduction,
@@ -355,7 +339,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits_arg, const Tensor& 
   amp::AutocastInputs in(kBceWithLogits, {logits_arg, target_arg, pos_weight_arg});
   const Tensor &logits = in[0], &target_in = in[1], &pos_weight_in = in[2];
   const char* op = "binary_cross_entropy_with_logits";
-  check_pair(op, logits, target_in);
+  check_loss_pair(op, logits, target_in);
   check_same_shape(op, logits, target_in);
   const Tensor x = logits;
   const Tensor y = cast(target_in, logits.dtype());
@@ -387,7 +371,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits_arg, const Tensor& 
                      Tensor gpw = sum_to(mul(mul(g[0], yv), sp), pv.shape());
                      return TensorList{gx, gy, gpw};
                    });
-  return reduce(loss, reduction);
+  return apply_reduction(loss, reduction);
 }
 
 }  // namespace minidl
