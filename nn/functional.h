@@ -43,6 +43,18 @@ inline Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction redu
 inline Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean) {
   return minidl::l1_loss(input, target, reduction);
 }
+inline Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
+                             double beta = 1.0) {
+  return minidl::smooth_l1_loss(input, target, reduction, beta);
+}
+inline Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
+                         double delta = 1.0) {
+  return minidl::huber_loss(input, target, reduction, delta);
+}
+inline Tensor kl_div(const Tensor& input, const Tensor& target, KLDivReduction reduction = KLDivReduction::Mean,
+                     bool log_target = false) {
+  return minidl::kl_div(input, target, reduction, log_target);
+}
 inline Tensor binary_cross_entropy(const Tensor& probs, const Tensor& target, Reduction reduction = Reduction::Mean) {
   return minidl::binary_cross_entropy(probs, target, reduction);
 }

@@ -59,6 +59,7 @@ namespace minidl::ops_detail {
 std::vector<const amp::OpPolicy*> linear_policies();
 std::vector<const amp::OpPolicy*> conv_policies();
 std::vector<const amp::OpPolicy*> loss_policies();
+std::vector<const amp::OpPolicy*> pointwise_loss_policies();
 std::vector<const amp::OpPolicy*> unary_policies();
 std::vector<const amp::OpPolicy*> binary_policies();
 std::vector<const amp::OpPolicy*> activation_policies();

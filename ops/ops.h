@@ -110,6 +110,33 @@ Tensor binary_cross_entropy(const Tensor& probs, const Tensor& target, Reduction
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target,
                                         Reduction reduction = Reduction::Mean, const Tensor& pos_weight = Tensor());
 
+// Element-wise losses (ops/pointwise_loss.cpp), torch.nn.functional's. With z = |input - target|:
+//   smooth_l1_loss: z < beta ? 0.5 z^2 / beta : z - 0.5 beta; beta >= 0, and beta = 0 is l1_loss
+//     (as PyTorch 2.x, so the gradient at input == target is 0; 1.13 gave -1 there);
+//   huber_loss:     z < delta ? 0.5 z^2 : delta (z - 0.5 delta); delta > 0 (= delta * smooth_l1
+//     with beta = delta).
+// The target broadcasts against the input, with PyTorch's warning when their shapes differ (as
+// mse_loss and l1_loss). Gradients are PyTorch's: g * clamp((input - target) / beta, -1, 1) and
+// g * clamp(input - target, -delta, delta), so an infinite difference has a finite gradient.
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean, double beta = 1.0);
+Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean, double delta = 1.0);
+
+// kl_div's reductions: Reduction's three and BatchMean, the sum divided by input.size(0) (the
+// mathematical KL divergence per sample; Mean divides by every element, as PyTorch, which warns
+// about it). BatchMean is a value of its own enum rather than a fourth Reduction because only
+// kl_div has it (PyTorch refuses 'batchmean' for every other loss): no other loss can be handed it,
+// the compiler says so instead of a run-time check in each of them, and every switch over
+// Reduction stays complete.
+enum class KLDivReduction { None, Mean, Sum, BatchMean };
+// torch.nn.functional.kl_div: input holds log-probabilities; target holds probabilities, or
+// log-probabilities when log_target. Element-wise loss: target * (log(target) - input), with
+// 0 where target == 0 (PyTorch's xlogy: a zero target contributes 0, whatever the input, unless
+// the input is -inf or NaN, where 0 * input is NaN); with log_target: exp(target) * (target -
+// input). Both broadcast without a warning, as PyTorch; both must be floating. The target's
+// gradient is NaN where a target probability is 0, as PyTorch's (xlogy's gradient there is 0/0).
+Tensor kl_div(const Tensor& input, const Tensor& target, KLDivReduction reduction = KLDivReduction::Mean,
+              bool log_target = false);
+
 // ---- shape and joining (ops/shape.cpp, ops/join.cpp)
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
