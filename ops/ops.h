@@ -72,6 +72,12 @@ ValuesIndices min(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor argmax(const Tensor& x);  // index into the flattened tensor
 Tensor sum_to(const Tensor& x, const Shape& shape);  // reduce broadcast dims back to shape
+// log(sum(exp(x))) over dims (empty = all), torch.logsumexp: the max over dims is subtracted first,
+// so large values do not overflow; a slice of only -inf gives -inf, any +inf gives +inf, NaN
+// propagates, an empty slice gives -inf. Integer and bool inputs give f32 (PyTorch's default
+// dtype); f16/bf16 compute in f32 and round once. Gradient g * exp(x - result) (softmax-like; NaN
+// in an all -inf or +inf slice, as PyTorch's). Autocast: None on CPU, FP32 on CUDA.
+Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim = false);
 
 // ---- vector norm (ops/reduce.cpp; torch.linalg.vector_norm, torch.norm): (sum |x|^p)^(1/p) over dims
 // (empty = all). p = 2, 1, INFINITY (max |x|), -INFINITY (min |x|), 0 (count of non-zeros) or any

@@ -1,6 +1,6 @@
-// Reductions: sum, mean, var, the vector norm, max/min (all elements or along a dim, with
-// indices), argmax and sum_to (the reverse of broadcasting). Autocast policy: None on CPU (sum is FP32SetOptDtype on
-// CUDA, set in amp/policy). Integer and bool sums produce i64, as PyTorch.
+// Reductions: sum, mean, var, the vector norm, logsumexp, max/min (all elements or along a dim,
+// with indices), argmax and sum_to (the reverse of broadcasting). Autocast policy: None on CPU (sum
+// is FP32SetOptDtype on CUDA, logsumexp FP32). Integer and bool sums produce i64, as PyTorch.
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -20,9 +20,11 @@ const amp::OpPolicy kSum{"sum", P::None, P::FP32SetOptDtype};
 // PyTorch runs norm in f32 on CUDA (fp32_append_dtype: norm takes no dtype, so f32 is appended;
 // our nearest policy is FP32SetOptDtype) and lists it for no CPU policy.
 const amp::OpPolicy kNorm{"norm", P::None, P::FP32SetOptDtype};
+// CUDA's fp32 list has logsumexp; the CPU lists do not (torch 1.13's CPU autocast keeps bf16).
+const amp::OpPolicy kLogsumexp{"logsumexp", P::None, P::FP32};
 }  // namespace
 
-std::vector<const amp::OpPolicy*> ops_detail::reduce_policies() { return {&kSum, &kNorm}; }
+std::vector<const amp::OpPolicy*> ops_detail::reduce_policies() { return {&kSum, &kNorm, &kLogsumexp}; }
 
 namespace {
 // Sorted, wrapped, unique dims; empty means all.
@@ -230,6 +232,46 @@ Tensor norm(const Tensor& x_arg, double p, std::vector<int64_t> dims_in, bool ke
                      return TensorList{norm_gradient(s[0], s[1].reshape(keep), g[0].reshape(keep), p, dims)};
                    });
   return out;
+}
+
+// ---- logsumexp
+namespace {
+// PyTorch's logsumexp_out_impl on an f32/f64 x: m = max over dims with +-inf replaced by 0, then
+// log(sum(exp(x - m))) + m; an empty x skips the max (its sums are 0: the result is -inf).
+Tensor logsumexp_floating(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  Tensor out;
+  {
+    NoGradGuard ng;
+    const Tensor xd = x.detach();
+    Tensor r;
+    if (x.numel() == 0) {
+      r = log(sum(exp(xd), dims, true));
+    } else {
+      Tensor m = reduce_raw(ReduceOp::Max, "logsumexp", xd, dims);  // keepdim-shaped
+      m = where(eq(abs(m), INFINITY), zeros_like(m), m);
+      r = add(log(sum(exp(sub(xd, m)), dims, true)), m);
+    }
+    out = keepdim ? r : r.view(drop_shape(x.shape(), dims));
+  }
+  // PyTorch's logsumexp_backward: g * exp(x - result). The result is saved as an output, so under
+  // create_graph the second derivative sees its dependence on x.
+  autograd::record("LogsumexpBackward", {x}, {out}, {x, autograd::output(out)},
+                   [keep = keep_shape(x.shape(), dims)](const TensorList& g, const TensorList& s) {
+                     return TensorList{mul(g[0].reshape(keep), exp(sub(s[0], s[1].reshape(keep))))};
+                   });
+  return out;
+}
+}  // namespace
+
+Tensor logsumexp(const Tensor& x_arg, std::vector<int64_t> dims_in, bool keepdim) {
+  amp::AutocastInputs in(kLogsumexp, {x_arg});
+  const Tensor& x = in[0];
+  check_defined(x, "logsumexp", "self");
+  const std::vector<int64_t> dims = normalize_dims(dims_in, x.dim(), "logsumexp");
+  // Integer and bool inputs give PyTorch's default dtype; f16/bf16 compute in f32, round once.
+  if (!x.is_floating_point()) return logsumexp_floating(cast(x, DType::F32), dims, keepdim);
+  if (is_low_precision(x.dtype())) return cast(logsumexp_floating(cast(x, DType::F32), dims, keepdim), x.dtype());
+  return logsumexp_floating(x, dims, keepdim);
 }
 
 Tensor sum_to(const Tensor& x, const Shape& shape) {
