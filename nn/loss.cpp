@@ -14,6 +14,16 @@ const char* reduction_name(Reduction r) {
   return "?";
 }
 
+const char* reduction_name(KLDivReduction r) {
+  switch (r) {
+    case KLDivReduction::None: return "none";
+    case KLDivReduction::Mean: return "mean";
+    case KLDivReduction::Sum: return "sum";
+    case KLDivReduction::BatchMean: return "batchmean";
+  }
+  return "?";
+}
+
 namespace {
 // Applies an element-wise weight to an unreduced loss, then the reduction (PyTorch's BCE weight).
 Tensor weighted(const Tensor& loss, const Tensor& weight, Reduction reduction) {
@@ -82,6 +92,43 @@ Tensor L1Loss::forward(const Tensor& input, const Tensor& target) {
   return l1_loss(input, target, options.reduction_);
 }
 std::string L1Loss::describe() const { return detail::concat("L1Loss(reduction=", reduction_name(options.reduction_), ")"); }
+
+SmoothL1Loss::SmoothL1Loss(const SmoothL1LossOptions& opts) : options(opts) {
+  MINIDL_CHECK(opts.beta_ >= 0, "SmoothL1Loss", "beta must not be negative, got ", opts.beta_);
+}
+
+Tensor SmoothL1Loss::forward(const Tensor& input, const Tensor& target) {
+  auto scope = forward_scope();
+  return smooth_l1_loss(input, target, options.reduction_, options.beta_);
+}
+std::string SmoothL1Loss::describe() const {
+  std::string s = detail::concat("SmoothL1Loss(reduction=", reduction_name(options.reduction_));
+  if (options.beta_ != 1.0) s += detail::concat(", beta=", options.beta_);
+  return s + ")";
+}
+
+HuberLoss::HuberLoss(const HuberLossOptions& opts) : options(opts) {
+  MINIDL_CHECK(opts.delta_ > 0, "HuberLoss", "delta must be positive, got ", opts.delta_);
+}
+
+Tensor HuberLoss::forward(const Tensor& input, const Tensor& target) {
+  auto scope = forward_scope();
+  return huber_loss(input, target, options.reduction_, options.delta_);
+}
+std::string HuberLoss::describe() const {
+  std::string s = detail::concat("HuberLoss(reduction=", reduction_name(options.reduction_));
+  if (options.delta_ != 1.0) s += detail::concat(", delta=", options.delta_);
+  return s + ")";
+}
+
+Tensor KLDivLoss::forward(const Tensor& input, const Tensor& target) {
+  auto scope = forward_scope();
+  return kl_div(input, target, options.reduction_, options.log_target_);
+}
+std::string KLDivLoss::describe() const {
+  return detail::concat("KLDivLoss(reduction=", reduction_name(options.reduction_),
+                        options.log_target_ ? ", log_target=true)" : ")");
+}
 
 BCELoss::BCELoss(const BCELossOptions& opts) : options(opts) {
   MINIDL_CHECK(!opts.pos_weight_.defined(), "BCELoss", "pos_weight is only supported by BCEWithLogitsLoss");

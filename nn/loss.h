@@ -1,5 +1,5 @@
-// Loss modules (torch.nn.CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, BCELoss, BCEWithLogitsLoss):
-// options structs around the functional losses of ops/ops.h. Class weights and pos_weight are
+// Loss modules (torch.nn.CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, HuberLoss,
+// KLDivLoss, BCELoss, BCEWithLogitsLoss): options structs around the functional losses of ops/ops.h. Class weights and pos_weight are
 // registered as buffers, so they follow to() and appear in the state dict, as in PyTorch.
 #pragma once
 #include "nn/module.h"
@@ -85,6 +85,64 @@ class L1Loss : public Module {
   MSELossOptions options;  // the same single option
 };
 
+struct SmoothL1LossOptions {
+  Reduction reduction_ = Reduction::Mean;  // None, Mean or Sum
+  double beta_ = 1.0;                      // >= 0: where the loss turns from quadratic to linear (0: L1)
+
+  SmoothL1LossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  SmoothL1LossOptions& beta(double b) { beta_ = b; return *this; }
+};
+
+class SmoothL1Loss : public Module {
+ public:
+  explicit SmoothL1Loss(const SmoothL1LossOptions& options = {});
+  Tensor forward(const Tensor& input, const Tensor& target);
+  Tensor operator()(const Tensor& input, const Tensor& target) { return forward(input, target); }
+  std::string type_name() const override { return "SmoothL1Loss"; }
+  ModulePtr clone_structure() const override { return std::make_shared<SmoothL1Loss>(options); }
+  std::string describe() const override;
+  SmoothL1LossOptions options;
+};
+
+struct HuberLossOptions {
+  Reduction reduction_ = Reduction::Mean;  // None, Mean or Sum
+  double delta_ = 1.0;                     // > 0: where the loss turns from quadratic to linear
+
+  HuberLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  HuberLossOptions& delta(double d) { delta_ = d; return *this; }
+};
+
+class HuberLoss : public Module {
+ public:
+  explicit HuberLoss(const HuberLossOptions& options = {});
+  Tensor forward(const Tensor& input, const Tensor& target);
+  Tensor operator()(const Tensor& input, const Tensor& target) { return forward(input, target); }
+  std::string type_name() const override { return "HuberLoss"; }
+  ModulePtr clone_structure() const override { return std::make_shared<HuberLoss>(options); }
+  std::string describe() const override;
+  HuberLossOptions options;
+};
+
+struct KLDivLossOptions {
+  KLDivReduction reduction_ = KLDivReduction::Mean;  // None, Mean (every element; warns), Sum or BatchMean
+  bool log_target_ = false;                          // the target holds log-probabilities
+
+  KLDivLossOptions& reduction(KLDivReduction r) { reduction_ = r; return *this; }
+  KLDivLossOptions& log_target(bool l) { log_target_ = l; return *this; }
+};
+
+// input: log-probabilities; target: probabilities (or log-probabilities with log_target).
+class KLDivLoss : public Module {
+ public:
+  explicit KLDivLoss(const KLDivLossOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& input, const Tensor& target);
+  Tensor operator()(const Tensor& input, const Tensor& target) { return forward(input, target); }
+  std::string type_name() const override { return "KLDivLoss"; }
+  ModulePtr clone_structure() const override { return std::make_shared<KLDivLoss>(options); }
+  std::string describe() const override;
+  KLDivLossOptions options;
+};
+
 struct BCELossOptions {
   Reduction reduction_ = Reduction::Mean;  // None, Mean or Sum
   Tensor weight_;                          // optional rescaling weight, broadcast to the input
@@ -121,7 +179,8 @@ class BCEWithLogitsLoss : public Module {
   Tensor weight, pos_weight;
 };
 
-// "none", "mean", "sum"
+// "none", "mean", "sum" (and "batchmean" for kl_div's)
 const char* reduction_name(Reduction r);
+const char* reduction_name(KLDivReduction r);
 
 }  // namespace minidl::nn
