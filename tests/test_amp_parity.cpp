@@ -171,14 +171,17 @@ TEST_CASE("the policy table matches torch's lists for every op minidl has", "[am
     CHECK(cpu(op) == P::LowerPrecision);
     CHECK(cuda(op) == P::LowerPrecision);
   }
-  for (const char* op : {"nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy_with_logits"}) {
+  // smooth_l1_loss, huber_loss, kl_div: probed with torch 1.13's autocast('cpu') (bf16 in, f32 out).
+  for (const char* op : {"nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
+                         "binary_cross_entropy_with_logits"}) {
     CHECK(cpu(op) == P::FP32);
     CHECK(cuda(op) == P::FP32);
   }
   CHECK(cpu("cross_entropy") == P::FP32);  // cross_entropy_loss is in the CPU fp32 list
   CHECK(cpu("binary_cross_entropy") == P::FP32);
   CHECK(cuda("binary_cross_entropy") == P::Banned);
-  for (const char* op : {"exp", "log", "pow", "rsqrt", "softplus"}) {
+  // logsumexp: CUDA's fp32 list; torch 1.13's CPU autocast returns bf16 for a bf16 input.
+  for (const char* op : {"exp", "log", "pow", "rsqrt", "softplus", "logsumexp"}) {
     CHECK(cpu(op) == P::None);
     CHECK(cuda(op) == P::FP32);
   }
