@@ -1,8 +1,10 @@
 // Element-wise arithmetic with broadcasting and type promotion: add, sub, mul, div, pow, maximum,
-// minimum and their scalar forms. Autocast policy: None (runs in the promoted input dtype).
-// Backward formulas are written in these same ops, so they are differentiable again.
+// minimum, remainder, fmod and their scalar forms. Autocast policy: None (runs in the promoted input
+// dtype; pow is f32 on CUDA). Backward formulas are written in these same ops, so they are
+// differentiable again.
 #include <cmath>
 
+#include "framework/half.h"
 #include "ops/common.h"
 
 namespace minidl {
@@ -14,9 +16,14 @@ using autograd::TensorList;
 namespace {
 using P = amp::CastPolicy;
 const amp::OpPolicy kPow{"pow", P::None, P::FP32};
+// On none of PyTorch's autocast lists (torch 1.13 under autocast('cpu'): remainder and fmod of f32
+// tensors give f32, of a bf16 and an f32 tensor f32, of a bf16 tensor and a scalar bf16; not in
+// CUDA's autocast_mode.cpp): they run in the promoted input dtype. Rows so that they can be overridden.
+const amp::OpPolicy kRemainder{"remainder", P::None, P::None};
+const amp::OpPolicy kFmod{"fmod", P::None, P::None};
 }  // namespace
 
-std::vector<const amp::OpPolicy*> ops_detail::binary_policies() { return {&kPow}; }
+std::vector<const amp::OpPolicy*> ops_detail::binary_policies() { return {&kPow, &kRemainder, &kFmod}; }
 
 namespace {
 using kernels::BinaryOp;
@@ -30,8 +37,40 @@ const char* op_name(BinaryOp op) {
     case BinaryOp::Pow: return "pow";
     case BinaryOp::Max: return "maximum";
     case BinaryOp::Min: return "minimum";
+    case BinaryOp::Remainder: return "remainder";
+    case BinaryOp::Fmod: return "fmod";
+    case BinaryOp::DivFloor:
+    case BinaryOp::DivTrunc: return "div";
     default: return "binary";
   }
+}
+
+bool is_modulo(BinaryOp op) { return op == BinaryOp::Remainder || op == BinaryOp::Fmod; }
+
+// An integer remainder or fmod by zero is an error, as PyTorch's ZeroDivisionError (its CPU
+// kernels check every element); one check of the (promoted) divisor, on any device, before the
+// kernel runs. Only a non-empty result reads the divisor (every element of it, when broadcast).
+void check_integer_divisor(const char* name, const Tensor& b, const Shape& out_shape) {
+  if (numel_of(out_shape) == 0) return;
+  NoGradGuard ng;
+  const int64_t zeros_found = sum(eq(b, 0.0)).item_int();
+  MINIDL_CHECK(zeros_found == 0, name, "ZeroDivisionError: integer division by zero (the divisor, ", b.meta_str(), ", has ",
+               zeros_found, zeros_found == 1 ? " zero)" : " zeros)");
+}
+
+// The scalar divisor of remainder/fmod as the kernel of dtype t uses it, checked as above: an integer
+// one wraps to t (as the kernels convert it: u8 256 is 0), a floating one is rounded to t (PyTorch's
+// kernels take an f16/bf16 divisor, unlike mul's f32 scalar: fmod(f16 5.5, 0.3) uses 0.30005).
+double modulo_scalar_divisor(const char* name, DType t, double s) {
+  if (!is_floating(t)) {
+    const int64_t v = static_cast<int64_t>(s);  // result_type made t integral only for an integral s that fits
+    const bool zero = t == DType::U8 ? static_cast<uint8_t>(v) == 0 : (t == DType::I32 ? static_cast<int32_t>(v) == 0 : v == 0);
+    MINIDL_CHECK(!zero, name, "ZeroDivisionError: integer division by zero (the divisor ", s, " is 0 as ", dtype_name(t), ")");
+    return s;
+  }
+  if (t == DType::F16) return static_cast<float>(half(static_cast<float>(s)));
+  if (t == DType::BF16) return static_cast<float>(bfloat16(static_cast<float>(s)));
+  return s;
 }
 
 // Promotes, broadcasts and runs the kernel; no autograd. Returns the output and the promoted inputs.
@@ -57,6 +96,7 @@ Prepared prepare(BinaryOp op, const Tensor& a_in, const Tensor& b_in, double alp
   const Shape shape = broadcast_shapes(a_in.shape(), b_in.shape(), name);
   auto kernel = K().binary.get(a_in.device(), t, name);
   Prepared p{cast(a_in, t), cast(b_in, t), Tensor()};
+  if (is_modulo(op) && !is_floating(t)) check_integer_divisor(name, p.b, shape);
   p.out = new_empty_like(shape, t, p.a.device(), {&p.a, &p.b});
   kernel(op, p.out, p.a, p.b, 0.0, alpha);
   return p;
@@ -69,6 +109,7 @@ Tensor run_scalar(BinaryOp op, const Tensor& a_in, double s, double alpha = 1.0,
   if (op == BinaryOp::Div && !is_floating(t)) t = DType::F32;
   MINIDL_CHECK(!(op == BinaryOp::Pow && !is_floating(t) && s < 0), name,
                "integers to negative integer powers are not allowed (", a_in.meta_str(), " ** ", s, ")");
+  if (is_modulo(op)) s = modulo_scalar_divisor(name, t, s);
   auto kernel = K().binary.get(a_in.device(), t, name);
   Tensor a = cast(a_in, t);
   Tensor out = new_empty_like(a.shape(), t, a.device(), {&a});
@@ -159,6 +200,56 @@ Tensor extreme_pair(bool is_max, const Tensor& a, const Tensor& b) {
 
 Tensor maximum(const Tensor& a, const Tensor& b) { return extreme_pair(true, a, b); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return extreme_pair(false, a, b); }
+
+namespace {
+// PyTorch's div(a, b, rounding_mode='floor') (DivFloor) or 'trunc' (DivTrunc) of floating a and b of
+// one dtype: the quotient in the gradient of remainder or fmod. Not differentiable (piecewise constant).
+Tensor rounded_quotient(BinaryOp op, const Tensor& a, const Tensor& b) { return prepare(op, a.detach(), b.detach(), 1.0).out; }
+
+// remainder (Remainder: a - b floor(a / b)) or fmod (Fmod: a - b trunc(a / b)), after autocast.
+// Gradients as PyTorch's: 1 in a; -floor(a / b) or -trunc(a / b) in b (computed as its div with that
+// rounding mode, so -inf or NaN times g where b is 0).
+Tensor modulo(BinaryOp op, const Tensor& a, const Tensor& b) {
+  const bool is_remainder = op == BinaryOp::Remainder;
+  Prepared p = prepare(op, a, b, 1.0);
+  const bool gb = p.b.requires_grad();
+  autograd::record(is_remainder ? "RemainderBackward" : "FmodBackward", {p.a, p.b}, {p.out},
+                   {gb ? p.a : Tensor(), gb ? p.b : Tensor()},
+                   [is_remainder, sa = p.a.shape(), sb = p.b.shape(), gb](const TensorList& g, const TensorList& s) {
+                     Tensor gbv;
+                     if (gb) {
+                       const Tensor q = rounded_quotient(is_remainder ? BinaryOp::DivFloor : BinaryOp::DivTrunc, s[0], s[1]);
+                       gbv = sum_to(mul(neg(g[0]), q), sb);
+                     }
+                     return TensorList{sum_to(g[0], sa), gbv};
+                   });
+  return p.out;
+}
+
+Tensor modulo(BinaryOp op, const Tensor& a, double b) {
+  Tensor out = run_scalar(op, a, b);
+  autograd::record(op == BinaryOp::Remainder ? "RemainderBackward" : "FmodBackward", {a}, {out}, {},
+                   [](const TensorList& g, const TensorList&) { return TensorList{g[0]}; });
+  return out;
+}
+}  // namespace
+
+Tensor remainder(const Tensor& a, const Tensor& b) {
+  amp::AutocastInputs in(kRemainder, {a, b});
+  return modulo(BinaryOp::Remainder, in[0], in[1]);
+}
+Tensor remainder(const Tensor& a, double b) {
+  amp::AutocastInputs in(kRemainder, {a});
+  return modulo(BinaryOp::Remainder, in[0], b);
+}
+Tensor fmod(const Tensor& a, const Tensor& b) {
+  amp::AutocastInputs in(kFmod, {a, b});
+  return modulo(BinaryOp::Fmod, in[0], in[1]);
+}
+Tensor fmod(const Tensor& a, double b) {
+  amp::AutocastInputs in(kFmod, {a});
+  return modulo(BinaryOp::Fmod, in[0], b);
+}
 
 // ---- scalar forms
 

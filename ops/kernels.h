@@ -3,6 +3,7 @@
 // live in ops/cpu, CUDA kernels in ops/cuda; each backend fills the tables in its register
 // function, called once on first use (no static-initialisation order or linker-dropping issues).
 #pragma once
+#include <cmath>
 #include <type_traits>
 #include <vector>
 
@@ -34,6 +35,9 @@ enum class BinaryOp : uint8_t {
   GeluBackward,       // a * gelu'(b), b = input (erf form)
   GeluTanhBackward,   // a * gelu'(b), b = input (tanh approximation)
   SoftplusBackward,   // a * sigmoid(alpha * b) (or a where alpha*b > scalar threshold), b = input
+  // Modulo (integer and floating): Remainder has b's sign (Python's %), Fmod a's (C's fmod); the
+  // helpers below define them. DivFloor/DivTrunc (floating only): PyTorch's div(a, b, rounding_mode).
+  Remainder, Fmod, DivFloor, DivTrunc,
 };
 // Integer x^y by squaring, wrapping on overflow (unsigned arithmetic: no UB); a negative exponent
 // gives 1/x^|y| truncated: 0 unless |x| == 1 (PyTorch's integer pow). Both backends' Pow kernel.
@@ -49,6 +53,46 @@ MINIDL_HOST_DEVICE inline C integer_pow(C x, C y) {
   }
   return static_cast<C>(r);
 }
+// Integer fmod (C's %, the dividend's sign) and remainder (the divisor's sign). The ops refuse a zero
+// divisor (PyTorch's ZeroDivisionError); here it gives 0 instead of a trap, as does the most negative
+// value modulo -1 (the CPU's division traps on it; PyTorch's CPU kernel dies of SIGFPE there).
+template <class C>
+MINIDL_HOST_DEVICE inline C integer_fmod(C x, C y) {
+  if (y == C(0)) return C(0);
+  if constexpr (std::is_signed_v<C>)
+    if (y == C(-1)) return C(0);
+  return static_cast<C>(x % y);
+}
+template <class C>
+MINIDL_HOST_DEVICE inline C integer_remainder(C x, C y) {
+  C r = integer_fmod(x, y);
+  if constexpr (std::is_signed_v<C>)
+    if (r != C(0) && ((r < C(0)) != (y < C(0)))) r = static_cast<C>(r + y);  // opposite signs: no overflow
+  return r;
+}
+// Floating remainder as PyTorch's: fmod moved to the divisor's side (an exact zero keeps the
+// dividend's sign, so remainder(-6, 3) is -0; NaN for a zero divisor or an infinite dividend).
+template <class C>
+MINIDL_HOST_DEVICE inline C floating_remainder(C x, C y) {
+  C m = std::fmod(x, y);
+  if (m != C(0) && ((y < C(0)) != (m < C(0)))) m += y;
+  return m;
+}
+// PyTorch's div(x, y, rounding_mode='floor') for floating types: the quotient through fmod, so that
+// it agrees with floating_remainder (its gradient in y is -this); rounded to the nearest integer
+// against the division's error; a zero divisor gives x / y.
+template <class C>
+MINIDL_HOST_DEVICE inline C floating_floor_divide(C x, C y) {
+  if (y == C(0)) return x / y;
+  const C mod = std::fmod(x, y);
+  C div = (x - mod) / y;
+  if (mod != C(0) && ((y < C(0)) != (mod < C(0)))) div -= C(1);
+  if (div == C(0)) return std::copysign(C(0), x / y);
+  C floordiv = std::floor(div);
+  if (div - floordiv > C(0.5)) floordiv += C(1);
+  return floordiv;
+}
+
 // out (contiguous, broadcast shape) <- a op b. b undefined means the scalar `scalar`. a and b share
 // a dtype; the table is keyed by a's dtype. alpha: Add/Sub multiplier, LeakyRelu slope, Softplus beta.
 using BinaryFn = void (*)(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, double scalar, double alpha);

@@ -26,6 +26,15 @@ Tensor div(const Tensor& a, double b);
 Tensor pow(const Tensor& a, double exponent);
 Tensor rsub(const Tensor& a, double b);  // b - a
 Tensor neg(const Tensor& a);
+// a - b * floor(a / b), with b's sign (Python's %, torch.remainder), and a - b * trunc(a / b), with
+// a's sign (C's fmod, torch.fmod). Integer and floating dtypes; an integer divisor of 0 throws
+// (PyTorch's ZeroDivisionError), a floating one gives NaN. An f16/bf16 tensor's scalar divisor is
+// rounded to its dtype first, as PyTorch's kernels take it. Gradients: 1 in a, -floor(a / b) or
+// -trunc(a / b) in b.
+Tensor remainder(const Tensor& a, const Tensor& b);
+Tensor remainder(const Tensor& a, double b);
+Tensor fmod(const Tensor& a, const Tensor& b);
+Tensor fmod(const Tensor& a, double b);
 
 // ---- comparisons and selection (ops/compare.cpp); results are bool, not differentiable
 Tensor eq(const Tensor& a, const Tensor& b);

@@ -195,7 +195,8 @@ TEST_CASE("the policy table matches torch's lists for every op minidl has", "[am
   }
   // In no list on either device.
   for (const char* op : {"sqrt", "tanh", "sigmoid", "relu", "gelu", "mean", "var", "max_pool2d", "avg_pool2d",
-                         "adaptive_avg_pool2d", "batch_norm", "dropout", "add", "div", "where", "index_select", "gather"}) {
+                         "adaptive_avg_pool2d", "batch_norm", "dropout", "add", "div", "remainder", "fmod", "where",
+                         "index_select", "gather"}) {
     CHECK(cpu(op) == P::None);
     CHECK(cuda(op) == P::None);
   }

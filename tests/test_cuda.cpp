@@ -439,7 +439,8 @@ TEST_CASE("cuda: binary kernels agree with the CPU for every op, layout and floa
       BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Pow, BinaryOp::Max, BinaryOp::Min,
       BinaryOp::Eq, BinaryOp::Ne, BinaryOp::Lt, BinaryOp::Le, BinaryOp::Gt, BinaryOp::Ge,
       BinaryOp::ReluBackward, BinaryOp::LeakyReluBackward, BinaryOp::SigmoidBackward, BinaryOp::TanhBackward,
-      BinaryOp::GeluBackward, BinaryOp::GeluTanhBackward, BinaryOp::SoftplusBackward};
+      BinaryOp::GeluBackward, BinaryOp::GeluTanhBackward, BinaryOp::SoftplusBackward,
+      BinaryOp::Remainder, BinaryOp::Fmod, BinaryOp::DivFloor, BinaryOp::DivTrunc};
   struct Layout {
     const char* name;
     Shape a, b, out;

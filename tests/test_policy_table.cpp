@@ -47,6 +47,8 @@ const std::map<std::string, std::function<void()>>& op_calls() {
       {"log", [] { log(rand_t({3})); }},
       {"rsqrt", [] { rsqrt(rand_t({3})); }},
       {"pow", [] { pow(rand_t({3}), rand_t({3})); }},
+      {"remainder", [] { remainder(rand_t({3}), rand_t({3})); }},
+      {"fmod", [] { fmod(rand_t({3}), rand_t({3})); }},
       {"softplus", [] { softplus(rand_t({3})); }},
       {"softmax", [] { softmax(rand_t({2, 3}), 1); }},
       {"log_softmax", [] { log_softmax(rand_t({2, 3}), 1); }},

@@ -1,5 +1,5 @@
-// CPU element-wise kernels: binary (with broadcasting and fused activation backward), unary and
-// where. f32/f64 run directly in vectorizable loops; f16/bf16 rows are widened to f32 in blocks,
+// CPU element-wise kernels: binary (with broadcasting, modulo and fused activation backward), unary
+// and where. f32/f64 run directly in vectorizable loops; f16/bf16 rows are widened to f32 in blocks,
 // computed, and narrowed back. Transcendental unary ops in f32 (and f16/bf16) run on Eigen's packet
 // math (AVX-512 exp, log, tanh): std::exp and friends do not vectorize, and were up to
 // 30x slower; f64 keeps the C library's functions (the gradient checks' reference precision).
@@ -240,11 +240,19 @@ void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor&
             C z = al * x;
             return z > sc ? g : g / (C(1) + std::exp(-z));
           });
+        case BinaryOp::Remainder: return run([](C x, C y) -> C { return floating_remainder(x, y); });
+        case BinaryOp::Fmod: return run([](C x, C y) -> C { return std::fmod(x, y); });
+        case BinaryOp::DivFloor: return run([](C x, C y) -> C { return floating_floor_divide(x, y); });
+        case BinaryOp::DivTrunc: return run([](C x, C y) -> C { return std::trunc(x / y); });
         default: break;
       }
     } else {
-      if (op == BinaryOp::Pow)
-        return run([](C x, C y) -> C { return integer_pow(x, y); });
+      switch (op) {
+        case BinaryOp::Pow: return run([](C x, C y) -> C { return integer_pow(x, y); });
+        case BinaryOp::Remainder: return run([](C x, C y) -> C { return integer_remainder(x, y); });
+        case BinaryOp::Fmod: return run([](C x, C y) -> C { return integer_fmod(x, y); });
+        default: break;
+      }
     }
     MINIDL_FAIL("binary", "op ", static_cast<int>(op), " is not supported for ", dtype_name(a.dtype()));
   }

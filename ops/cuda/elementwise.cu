@@ -1,4 +1,4 @@
-// CUDA element-wise kernels: binary (broadcasting, comparisons, fused activation backward), unary
+// CUDA element-wise kernels: binary (broadcasting, comparisons, modulo, fused activation backward), unary
 // math and where. Arithmetic runs in the compute type (f32 for f16/bf16), as on the CPU; a scalar
 // operand is used at compute precision (PyTorch's opmath). The op is a kernel argument switched on
 // inside the kernel (uniform across the grid, so it costs a branch, not divergence), which keeps
@@ -64,6 +64,10 @@ __device__ __forceinline__ C binary_float(BinaryOp op, C x, C y, C al, C sc) {
       const C z = al * y;
       return z > sc ? x : x / (C(1) + exp(-z));
     }
+    case BinaryOp::Remainder: return floating_remainder(x, y);
+    case BinaryOp::Fmod: return std::fmod(x, y);
+    case BinaryOp::DivFloor: return floating_floor_divide(x, y);
+    case BinaryOp::DivTrunc: return std::trunc(x / y);
     default: return C(0);
   }
 }
@@ -80,9 +84,16 @@ __device__ __forceinline__ C binary_apply(BinaryOp op, C x, C y, C al, C sc) {
     case BinaryOp::Min: return (x != x || x < y) ? x : y;
     default: break;
   }
-  if constexpr (std::is_floating_point_v<C>) return binary_float<C>(op, x, y, al, sc);
-  else if (op == BinaryOp::Pow) return integer_pow(x, y);
-  else return C(0);
+  if constexpr (std::is_floating_point_v<C>) {
+    return binary_float<C>(op, x, y, al, sc);
+  } else {
+    switch (op) {
+      case BinaryOp::Pow: return integer_pow(x, y);
+      case BinaryOp::Remainder: return integer_remainder(x, y);
+      case BinaryOp::Fmod: return integer_fmod(x, y);
+      default: return C(0);
+    }
+  }
 }
 
 template <class C>
@@ -183,7 +194,10 @@ void binary_launch(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor
 }
 
 bool is_compare(BinaryOp op) { return op >= BinaryOp::Eq && op <= BinaryOp::Ge; }
-bool is_basic_arith(BinaryOp op) { return op <= BinaryOp::Min && op != BinaryOp::Pow; }
+// The ops with an integer form (the others are floating only).
+bool has_integer_form(BinaryOp op) {
+  return op <= BinaryOp::Min || op == BinaryOp::Remainder || op == BinaryOp::Fmod;
+}
 
 void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, double scalar, double alpha) {
   minidl::cuda::DeviceGuard guard(out.device());
@@ -196,7 +210,7 @@ void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, do
       if (op == BinaryOp::Mul || op == BinaryOp::Min) return binary_launch<T, T>(BinaryOp::Min, out, a, b, scalar, alpha);
       MINIDL_FAIL("binary", "arithmetic on bool tensors is not supported");
     } else {
-      MINIDL_CHECK(is_float_v<T> || is_basic_arith(op) || op == BinaryOp::Pow, "binary", "op ", static_cast<int>(op),
+      MINIDL_CHECK(is_float_v<T> || has_integer_form(op), "binary", "op ", static_cast<int>(op),
                    " is not supported for ", dtype_name(a.dtype()));
       binary_launch<T, T>(op, out, a, b, scalar, alpha);
     }

@@ -1,0 +1,320 @@
+// Gaps against PyTorch in the tensor ops, each closed and held to torch's numbers:
+// - remainder and fmod: integer and floating, scalar and broadcast forms, gradients, low precision,
+//   autocast, CUDA against the CPU.
+// Expected values are torch 1.13's (probed in Python), written here as literals; where 1.13 and 2.x
+// differ, 2.x's, as said at the case.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+
+#include "cuda_checks.h"
+#include "gradcheck.h"
+
+using namespace minidl;
+using Catch::Contains;
+using testing::GradCase;
+using TL = std::vector<Tensor>;
+
+namespace {
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+const double kInf = std::numeric_limits<double>::infinity();
+Tensor f32(const std::vector<float>& v) { return from_vector(v); }
+Tensor f64(const std::vector<double>& v) { return from_vector(v); }
+Tensor i64(const std::vector<int64_t>& v) { return from_vector(v); }
+Tensor bools(const std::vector<bool>& v) { return from_vector(v); }
+std::vector<int64_t> ints(const Tensor& t) { return cast(t, DType::I64).to(Device::cpu()).to_vector<int64_t>(); }
+std::vector<double> doubles(const Tensor& t) { return t.to(Device::cpu()).to_vector<double>(); }
+
+// Bit-for-bit equality of values: NaN matches NaN, and zeros must agree in sign.
+void check_same_values(const Tensor& got, const std::vector<double>& want, const std::string& what) {
+  INFO(what << ": " << got.meta_str());
+  const std::vector<double> g = doubles(got);
+  REQUIRE(g.size() == want.size());
+  for (size_t i = 0; i < g.size(); ++i) {
+    INFO("element " << i << ": got " << g[i] << ", want " << want[i]);
+    if (std::isnan(want[i])) CHECK(std::isnan(g[i]));
+    else CHECK((g[i] == want[i] && std::signbit(g[i]) == std::signbit(want[i])));
+  }
+}
+
+// |got - want| <= eps(dtype) * |want| per element: one rounding of the exact result (half an ulp) fits.
+void check_rounded_once(const Tensor& got, const std::vector<double>& want, const std::string& what) {
+  INFO(what << ": " << got.meta_str());
+  const double eps = traits(got.dtype()).eps;
+  const std::vector<double> g = doubles(got);
+  REQUIRE(g.size() == want.size());
+  for (size_t i = 0; i < g.size(); ++i) {
+    INFO("element " << i << ": got " << g[i] << ", want " << want[i]);
+    CHECK(std::abs(g[i] - want[i]) <= eps * std::abs(want[i]));
+  }
+}
+}  // namespace
+
+// ---------------------------------------------------------------- remainder and fmod
+
+TEST_CASE("remainder and fmod of integers: the divisor's sign and the dividend's, broadcasting, promotion", "[gaps][modulo]") {
+  // torch.remainder(a, b) / torch.fmod(a, b), a = [5, -5, 5, -5, 7, 0, -7], b = [3, 3, -3, -3, 7, 3, 2]
+  const Tensor a = i64({5, -5, 5, -5, 7, 0, -7}), b = i64({3, 3, -3, -3, 7, 3, 2});
+  for (DType t : {DType::I64, DType::I32}) {
+    INFO(dtype_name(t));
+    const Tensor r = remainder(cast(a, t), cast(b, t)), f = fmod(cast(a, t), cast(b, t));
+    CHECK(r.dtype() == t);
+    CHECK(f.dtype() == t);
+    CHECK(ints(r) == std::vector<int64_t>{2, 1, -1, -2, 0, 0, 1});
+    CHECK(ints(f) == std::vector<int64_t>{2, -2, 2, -2, 0, 0, -1});
+  }
+  // uint8: [200, 7] by [3, 250] -> [2, 7] both; a divisor of -3 wraps to 253: [200, 7].
+  const Tensor u = from_vector<uint8_t>({200, 7});
+  CHECK(ints(remainder(u, from_vector<uint8_t>({3, 250}))) == std::vector<int64_t>{2, 7});
+  CHECK(ints(fmod(u, from_vector<uint8_t>({3, 250}))) == std::vector<int64_t>{2, 7});
+  CHECK(remainder(u, -3.0).dtype() == DType::U8);
+  CHECK(ints(remainder(u, -3.0)) == std::vector<int64_t>{200, 7});
+  // torch.remainder(torch.arange(-3, 3).reshape(2, 3), torch.tensor([[2], [-4]])) -> [[1, 0, 1], [0, -3, -2]]
+  const Tensor bc = remainder(arange(-3, 3).reshape({2, 3}), i64({2, -4}).reshape({2, 1}));
+  CHECK(bc.shape() == Shape{2, 3});
+  CHECK(ints(bc) == std::vector<int64_t>{1, 0, 1, 0, -3, -2});
+  CHECK(ints(remainder(i64({7, -7}), 3.0)) == std::vector<int64_t>{1, 2});
+  CHECK(ints(fmod(i64({7, -7}), 3.0)) == std::vector<int64_t>{1, -1});
+  // Promotion: int % float tensor and int % fractional scalar are f32; int32 % 2 stays int32; a
+  // 0-dim i64 divisor does not widen an i32 tensor, a 1-D one does; bool % int is i64.
+  CHECK(remainder(i64({5, 7}), f32({2.5f, 3.0f})).dtype() == DType::F32);
+  CHECK(fmod(i64({5, 7}), 2.5).to_vector<float>() == std::vector<float>{0, 2});
+  CHECK(remainder(i64({5, -7}), 2.5).to_vector<float>() == std::vector<float>{0, 0.5f});
+  CHECK(remainder(cast(i64({5, 7}), DType::I32), 2.0).dtype() == DType::I32);
+  CHECK(remainder(cast(i64({5}), DType::I32), scalar_tensor(3, DType::I64)).dtype() == DType::I32);
+  CHECK(remainder(cast(i64({5}), DType::I32), i64({3})).dtype() == DType::I64);
+  CHECK(remainder(cast(i64({5}), DType::U8), scalar_tensor(2, DType::I64)).dtype() == DType::U8);
+  CHECK(remainder(f32({5.5f}), scalar_tensor(2.0, DType::F64)).dtype() == DType::F32);
+  CHECK(ints(remainder(bools({true, false}), i64({2, 2}))) == std::vector<int64_t>{1, 0});
+  CHECK(ints(remainder(i64({3, 4}), bools({true, true}))) == std::vector<int64_t>{0, 0});
+  const Tensor bs = fmod(bools({true, false}), 2.0);
+  CHECK(bs.dtype() == DType::I64);
+  CHECK(ints(bs) == std::vector<int64_t>{1, 0});
+  // The most negative value modulo -1 is 0 (torch 1.13's CPU kernel dies of SIGFPE there).
+  const int64_t lo = std::numeric_limits<int64_t>::min();
+  CHECK(ints(remainder(i64({lo, 5}), -1.0)) == std::vector<int64_t>{0, 0});
+  CHECK(ints(fmod(i64({lo, 5}), i64({-1, -1}))) == std::vector<int64_t>{0, 0});
+  const Tensor lo32 = from_vector<int32_t>({std::numeric_limits<int32_t>::min()});
+  CHECK(ints(fmod(lo32, from_vector<int32_t>({-1}))) == std::vector<int64_t>{0});
+}
+
+TEST_CASE("integer remainder and fmod by zero throw PyTorch's ZeroDivisionError, naming the op", "[gaps][modulo]") {
+  // torch 1.13: RuntimeError "ZeroDivisionError" for int64, int32 and uint8, tensor and scalar divisors,
+  // uint8 % 256 and int32 % 2**32 (the divisor wraps to 0) and int % False; an empty result reads no
+  // divisor; a floating divisor of 0 gives NaN. (A C++ scalar 0.0 is an integer divisor: README's
+  // rule for integral doubles; Python's int % 0.0 is a float scalar and gives NaN.)
+  for (DType t : {DType::I64, DType::I32, DType::U8}) {
+    INFO(dtype_name(t));
+    const Tensor a = cast(i64({1, 2}), t), b = cast(i64({0, 1}), t);
+    CHECK_THROWS_WITH(remainder(a, b), Contains("remainder") && Contains("ZeroDivisionError"));
+    CHECK_THROWS_WITH(fmod(a, b), Contains("fmod") && Contains("ZeroDivisionError"));
+    CHECK_THROWS_WITH(remainder(a, 0.0), Contains("remainder") && Contains("ZeroDivisionError"));
+    CHECK_THROWS_WITH(fmod(a, 0.0), Contains("fmod") && Contains("ZeroDivisionError"));
+  }
+  CHECK_THROWS_WITH(remainder(from_vector<uint8_t>({5}), 256.0), Contains("ZeroDivisionError"));
+  CHECK_THROWS_WITH(fmod(from_vector<int32_t>({5}), 4294967296.0), Contains("ZeroDivisionError"));
+  CHECK_THROWS_WITH(remainder(i64({3, 4}), bools({true, false})), Contains("ZeroDivisionError"));
+  CHECK_THROWS_WITH(remainder(i64({3, 4}), i64({2, 0}).reshape({2, 1})), Contains("ZeroDivisionError"));
+  CHECK(remainder(zeros({0}, DType::I64), i64({0})).shape() == Shape{0});
+  CHECK(fmod(i64({3}), zeros({0}, DType::I64)).shape() == Shape{0});
+  CHECK(std::isnan(fmod(f32({3, 4}), i64({0, 2})).to_vector<float>()[0]));
+  CHECK(fmod(f32({3, 4}), i64({0, 2})).to_vector<float>()[1] == 0.0f);
+  // Two bool tensors: not implemented in torch ("remainder_cpu" not implemented for 'Bool').
+  CHECK_THROWS_WITH(remainder(bools({true}), bools({true})), Contains("remainder") && Contains("bool"));
+  CHECK_THROWS_WITH(fmod(bools({true}), bools({true})), Contains("fmod") && Contains("bool"));
+  CHECK_THROWS_WITH(remainder(zeros({2}), ones({3})), Contains("remainder"));
+}
+
+TEST_CASE("floating remainder and fmod: signs, zeros, NaN and inf as PyTorch", "[gaps][modulo]") {
+  // torch 1.13, f32: x % y and torch.fmod(x, y) elementwise.
+  const std::vector<double> x = {5.5, -5.5, 5.5, -5.5, 1.0, 0.0, -0.0, kInf, 3.0, kNaN, 2.0, 6.0, -6.0, 3.0, -3.0, 3.0, -3.0};
+  const std::vector<double> y = {2.0, 2.0, -2.0, -2.0, 0.0, 3.0, 3.0, 2.0, kInf, 1.0, kNaN, -3.0, 3.0, -kInf, -kInf, kInf, kInf};
+  const std::vector<double> rem = {1.5, 0.5, -0.5, -1.5, kNaN, 0.0, -0.0, kNaN, 3.0, kNaN, kNaN, 0.0, -0.0, -kInf, -3.0, 3.0, kInf};
+  const std::vector<double> fm = {1.5, -1.5, 1.5, -1.5, kNaN, 0.0, -0.0, kNaN, 3.0, kNaN, kNaN, 0.0, -0.0, 3.0, -3.0, 3.0, -3.0};
+  for (DType t : {DType::F32, DType::F64}) {
+    const Tensor a = cast(f64(x), t), b = cast(f64(y), t);
+    CHECK(remainder(a, b).dtype() == t);
+    check_same_values(remainder(a, b), rem, std::string("remainder ") + dtype_name(t));
+    check_same_values(fmod(a, b), fm, std::string("fmod ") + dtype_name(t));
+  }
+  check_same_values(remainder(f64({-0.0, 0.0, 6.0, -6.0}), -3.0), {-0.0, 0.0, 0.0, -0.0}, "remainder by a scalar");
+  check_same_values(remainder(f64({1.0}), -0.0), {kNaN}, "remainder by -0");
+  // Quotients near an integer, f32: fmod rounds a / b (1 / 0.1 -> 10), remainder floors through fmod
+  // (-> 9, remainder 0.09999999); torch 1.13's values and gradients in b (-floor, -trunc).
+  const Tensor a = f32({0.3f, -0.3f, 1.0f, -1.0f, 5.5f}).requires_grad_();
+  const Tensor b = f32({0.1f, 0.1f, 0.1f, -0.1f, -2.0f}).requires_grad_();
+  const Tensor r = remainder(a, b), f = fmod(a, b);
+  CHECK(r.to_vector<float>() == std::vector<float>{7.450580596923828e-09f, 0.09999999403953552f, 0.09999998658895493f,
+                                                   -0.09999998658895493f, -0.5f});
+  CHECK(f.to_vector<float>() == std::vector<float>{7.450580596923828e-09f, -7.450580596923828e-09f, 0.09999998658895493f,
+                                                   -0.09999998658895493f, 1.5f});
+  const TL gr = autograd::grad({r.sum()}, {a, b});
+  const TL gf = autograd::grad({f.sum()}, {a, b});
+  CHECK(gr[0].to_vector<float>() == std::vector<float>{1, 1, 1, 1, 1});
+  CHECK(gr[1].to_vector<float>() == std::vector<float>{-3, 4, -9, -9, 3});
+  CHECK(gf[1].to_vector<float>() == std::vector<float>{-3, 3, -10, -10, 2});
+}
+
+TEST_CASE("remainder and fmod gradients: 1 in a, -floor(a/b) or -trunc(a/b) in b, as PyTorch", "[gaps][modulo][grad]") {
+  // torch 1.13, f64: out = fn(a, b), autograd.grad(out, (a, b), g) with g = [1, 2, 3, 4, 5].
+  const Tensor a = f64({5.5, -5.5, 5.5, -5.5, 0.3}).requires_grad_();
+  const Tensor b = f64({2.0, 2.0, -2.0, -2.0, 0.7}).requires_grad_();
+  const Tensor g = f64({1, 2, 3, 4, 5});
+  const Tensor r = remainder(a, b), f = fmod(a, b);
+  REQUIRE(r.grad_fn());
+  CHECK(r.grad_fn()->name() == "RemainderBackward");
+  CHECK(f.grad_fn()->name() == "FmodBackward");
+  check_same_values(r, {1.5, 0.5, -0.5, -1.5, 0.3}, "remainder");
+  check_same_values(f, {1.5, -1.5, 1.5, -1.5, 0.3}, "fmod");
+  TL gr = autograd::grad({r}, {a, b}, {g});
+  TL gf = autograd::grad({f}, {a, b}, {g});
+  check_same_values(gr[0], {1, 2, 3, 4, 5}, "remainder d/da");
+  check_same_values(gr[1], {-2, 6, 9, -8, -0.0}, "remainder d/db");
+  check_same_values(gf[0], {1, 2, 3, 4, 5}, "fmod d/da");
+  check_same_values(gf[1], {-2, 4, 6, -8, -0.0}, "fmod d/db");
+  // Scalar divisor: d/da = g.
+  check_same_values(autograd::grad({remainder(a, 2.5)}, {a}, {g})[0], {1, 2, 3, 4, 5}, "remainder scalar d/da");
+  check_same_values(autograd::grad({fmod(a, -2.5)}, {a}, {g})[0], {1, 2, 3, 4, 5}, "fmod scalar d/da");
+  // Broadcast divisor: gradients summed back. a = [[1.5, -2.5, 3.5], [4.5, -5.5, 6.5]], b = [[2], [-3]].
+  const Tensor a2 = f64({1.5, -2.5, 3.5, 4.5, -5.5, 6.5}).reshape({2, 3}).requires_grad_();
+  const Tensor b2 = f64({2, -3}).reshape({2, 1}).requires_grad_();
+  const Tensor r2 = remainder(a2, b2), f2 = fmod(a2, b2);
+  check_same_values(r2, {1.5, 1.5, 1.5, -1.5, -2.5, -2.5}, "remainder broadcast");
+  check_same_values(f2, {1.5, -0.5, 1.5, 1.5, -2.5, 0.5}, "fmod broadcast");
+  TL g2 = autograd::grad({r2.sum()}, {a2, b2});
+  CHECK(g2[1].shape() == Shape{2, 1});
+  check_same_values(g2[0], {1, 1, 1, 1, 1, 1}, "remainder broadcast d/da");
+  check_same_values(g2[1], {1, 4}, "remainder broadcast d/db");
+  check_same_values(autograd::grad({f2.sum()}, {b2})[0], {0, 2}, "fmod broadcast d/db");
+  // A zero divisor: NaN forward, -inf in b (g * -(1 / 0)); an infinite one: floor(-3 / inf) = -1.
+  const Tensor one = f32({1}).requires_grad_(), zero = f32({0}).requires_grad_();
+  check_same_values(autograd::grad({remainder(one, zero).sum()}, {one, zero})[1], {-kInf}, "remainder d/db at b = 0");
+  check_same_values(autograd::grad({fmod(one, zero).sum()}, {one, zero})[1], {-kInf}, "fmod d/db at b = 0");
+  const Tensor a3 = f64({3, -3}).requires_grad_(), b3 = f64({kInf, kInf}).requires_grad_();
+  check_same_values(autograd::grad({remainder(a3, b3).sum()}, {b3})[0], {-0.0, 1.0}, "remainder d/db at b = inf");
+  check_same_values(autograd::grad({fmod(a3, b3).sum()}, {b3})[0], {-0.0, 0.0}, "fmod d/db at b = inf");
+}
+
+namespace {
+// Inputs in [0.5, 2.5) (quotients 0.2 to 5), signs set by exact negations; the seeds keep every
+// quotient clear of the integers, where both functions jump.
+const std::vector<GradCase>& modulo_cases() {
+  static const std::vector<GradCase> cases = {
+      {.name = "remainder", .shapes = {{2, 3}, {2, 3}}, .fn = [](const TL& x) { return remainder(x[0], x[1]); }, .lo = 0.5, .hi = 2.5},
+      {.name = "remainder -a", .shapes = {{2, 3}, {2, 3}}, .fn = [](const TL& x) { return remainder(neg(x[0]), x[1]); }, .lo = 0.5, .hi = 2.5},
+      {.name = "remainder -b", .shapes = {{2, 3}, {2, 3}}, .fn = [](const TL& x) { return remainder(x[0], neg(x[1])); }, .lo = 0.5, .hi = 2.5},
+      {.name = "remainder {2,3}x{3}", .shapes = {{2, 3}, {3}}, .fn = [](const TL& x) { return remainder(neg(x[0]), x[1]); }, .lo = 0.5, .hi = 2.5},
+      {.name = "remainder scalar", .shapes = {{2, 3}}, .fn = [](const TL& x) { return remainder(neg(x[0]), 0.7); }, .lo = 0.5, .hi = 2.5},
+      {.name = "fmod", .shapes = {{2, 3}, {2, 3}}, .fn = [](const TL& x) { return fmod(x[0], x[1]); }, .lo = 0.5, .hi = 2.5},
+      {.name = "fmod -a", .shapes = {{2, 3}, {2, 3}}, .fn = [](const TL& x) { return fmod(neg(x[0]), x[1]); }, .lo = 0.5, .hi = 2.5},
+      {.name = "fmod -b {3,1}x{1,4}", .shapes = {{3, 1}, {1, 4}}, .fn = [](const TL& x) { return fmod(x[0], neg(x[1])); }, .lo = 0.5, .hi = 2.5},
+      {.name = "fmod scalar", .shapes = {{2, 3}}, .fn = [](const TL& x) { return fmod(neg(x[0]), -0.7); }, .lo = 0.5, .hi = 2.5},
+  };
+  return cases;
+}
+}  // namespace
+
+TEST_CASE("remainder and fmod: f64 finite differences (first and second order) on every device", "[gaps][modulo][grad]") {
+  for (const testing::Target& t : testing::gradcheck_targets())
+    for (const GradCase& c : modulo_cases()) {
+      INFO("case: " << c.name << " on " << t.name());
+      CHECK(testing::run_on(t, c.name, [&] { return testing::run_case(c, t.dev()); }) == "");
+    }
+}
+
+TEST_CASE("remainder and fmod: every (device, dtype) target against the f64 CPU result", "[gaps][modulo][grad]") {
+  for (const testing::Target& t : testing::reference_targets())
+    for (const GradCase& c : modulo_cases()) {
+      INFO("case: " << c.name << " on " << t.name());
+      CHECK(testing::run_on(t, c.name, [&] { return testing::check_against_reference(c, t); }) == "");
+    }
+}
+
+TEST_CASE("remainder and fmod in f16 and bf16: torch's values, a scalar divisor rounded to the dtype", "[gaps][modulo]") {
+  // torch 1.13: fn(x.to(dt), y.to(dt)) and fn(x.to(dt), 0.3), x and y f32 tensors. PyTorch's kernels
+  // take the scalar as an f16/bf16 value (0.3 -> 0.30005 in f16), so 5.5 % 0.3 is 0.0991, not 0.1.
+  const Tensor x = f32({5.5f, -5.5f, 100.3f, -7.1f, 1000.0f, 0.1f}), y = f32({2.0f, 2.0f, -3.3f, 0.4f, 0.3f, 0.03f});
+  struct Want {
+    DType t;
+    std::vector<double> rem, rem_scalar, fmod, fmod_scalar;
+  };
+  const std::vector<Want> wants = {
+      {DType::F16,
+       {1.5, 0.5, -2.01171875, 0.0966796875, 0.2373046875, 0.009979248046875},
+       {0.09912109375, 0.200927734375, 0.09619140625, 0.099609375, 0.2373046875, 0.0999755859375},
+       {1.5, -1.5, 1.2890625, -0.30322265625, 0.2373046875, 0.009979248046875},
+       {0.09912109375, -0.09912109375, 0.09619140625, -0.200439453125, 0.2373046875, 0.0999755859375}},
+      {DType::BF16,
+       {1.5, 0.5, -1.703125, 0.11328125, 0.203125, 0.010009765625},
+       {0.0859375, 0.21484375, 0.0390625, 0.125, 0.203125, 0.10009765625},
+       {1.5, -1.5, 1.59375, -0.287109375, 0.203125, 0.010009765625},
+       {0.0859375, -0.0859375, 0.0390625, -0.17578125, 0.203125, 0.10009765625}},
+  };
+  for (const Want& w : wants) {
+    const std::string dt = dtype_name(w.t);
+    const Tensor a = cast(x, w.t), b = cast(y, w.t);
+    CHECK(remainder(a, b).dtype() == w.t);
+    CHECK(fmod(a, 0.3).dtype() == w.t);
+    check_rounded_once(remainder(a, b), w.rem, "remainder " + dt);
+    check_rounded_once(remainder(a, 0.3), w.rem_scalar, "remainder by 0.3 " + dt);
+    check_rounded_once(fmod(a, b), w.fmod, "fmod " + dt);
+    check_rounded_once(fmod(a, 0.3), w.fmod_scalar, "fmod by 0.3 " + dt);
+    // A 0-dim f32 divisor does not widen the tensor (torch: bf16 % tensor(0.3) is bf16, 5.5 -> 0.0859).
+    CHECK(remainder(a, scalar_tensor(0.3, DType::F32)).dtype() == w.t);
+  }
+}
+
+TEST_CASE("remainder and fmod autocast: on no list, they run in the promoted input dtype", "[gaps][modulo][amp]") {
+  // torch 1.13 under torch.autocast('cpu') (bf16): fn(f32, f32) -> f32, fn(bf16, f32) -> f32,
+  // fn(bf16, 2.0) -> bf16. CUDA's autocast_mode.cpp lists neither op.
+  for (const char* op : {"remainder", "fmod"}) {
+    CHECK(amp::policy_for(op, DeviceType::CPU) == amp::CastPolicy::None);
+    CHECK(amp::policy_for(op, DeviceType::CUDA) == amp::CastPolicy::None);
+  }
+  const Tensor x = f32({5.5f, -7.1f}).requires_grad_(), y = f32({2.0f, 0.4f});
+  amp::autocast scope(DeviceType::CPU);
+  CHECK(remainder(x, y).dtype() == DType::F32);
+  CHECK(fmod(x, y).dtype() == DType::F32);
+  CHECK(remainder(cast(x, DType::BF16), y).dtype() == DType::F32);
+  CHECK(fmod(cast(x, DType::BF16), y).dtype() == DType::F32);
+  CHECK(remainder(cast(x, DType::BF16), 2.0).dtype() == DType::BF16);
+  CHECK(fmod(cast(x, DType::BF16), 2.0).dtype() == DType::BF16);
+}
+
+TEST_CASE("cuda: remainder and fmod agree with the CPU: dtypes, broadcasting, scalars, gradients, zero divisors", "[cuda][gaps][modulo]") {
+  using namespace cuda_test;
+  MINIDL_REQUIRE_GPU();
+  for (DType t : kFloat64) {
+    const Tensor a = randn_cpu({37, 29}, t, 11, 3.0), b = randn_cpu({29}, t, 12, 2.0);
+    for (bool rem : {true, false}) {
+      const std::string what = std::string(rem ? "remainder " : "fmod ") + dtype_name(t);
+      auto fn = [rem](const Tensor& p, const Tensor& q) { return rem ? remainder(p, q) : fmod(p, q); };
+      auto fs = [rem](const Tensor& p, double q) { return rem ? remainder(p, q) : fmod(p, q); };
+      check_equal(fn(a.to(kCuda), b.to(kCuda)), fn(a, b), what);
+      check_equal(fn(a.t().to(kCuda), b.reshape({29, 1}).to(kCuda)), fn(a.t(), b.reshape({29, 1})), what + " strided");
+      check_equal(fs(a.to(kCuda), -0.3), fs(a, -0.3), what + " scalar");
+      if (t == DType::F64 || t == DType::F32) {
+        const Tensor ha = a.detach().requires_grad_(), hb = b.detach().requires_grad_();
+        const Tensor da = a.to(kCuda).requires_grad_(), db = b.to(kCuda).requires_grad_();
+        const TL hg = autograd::grad({fn(ha, hb).sum()}, {ha, hb});
+        const TL dg = autograd::grad({fn(da, db).sum()}, {da, db});
+        check_equal(dg[0], hg[0], what + " d/da");
+        check_equal(dg[1], hg[1], what + " d/db (sums of integers)");
+      }
+    }
+  }
+  const Tensor a = i64({5, -5, 5, -5, 7, 0, -7, std::numeric_limits<int64_t>::min()});
+  const Tensor b = i64({3, 3, -3, -3, 7, 3, 2, -1});
+  for (DType t : {DType::I64, DType::I32, DType::U8}) {
+    const Tensor ha = cast(t == DType::U8 ? abs(a.slice(0, 0, 7)) : a, t);
+    const Tensor hb = cast(t == DType::U8 ? abs(b.slice(0, 0, 7)) : b, t);
+    check_equal(remainder(ha.to(kCuda), hb.to(kCuda)), remainder(ha, hb), std::string("int remainder ") + dtype_name(t));
+    check_equal(fmod(ha.to(kCuda), hb.to(kCuda)), fmod(ha, hb), std::string("int fmod ") + dtype_name(t));
+    check_equal(remainder(ha.to(kCuda), -3.0), remainder(ha, -3.0), std::string("int remainder scalar ") + dtype_name(t));
+    CHECK_THROWS_WITH(remainder(ha.to(kCuda), zeros({1}, TensorOptions(t).device(kCuda))), Contains("ZeroDivisionError"));
+    CHECK_THROWS_WITH(fmod(ha.to(kCuda), 0.0), Contains("ZeroDivisionError"));
+  }
+}
