@@ -70,6 +70,7 @@ Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
 Tensor sum(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
 Tensor mean(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
 Tensor var(const Tensor& x, std::vector<int64_t> dims = {}, int64_t correction = 1, bool keepdim = false);
+// max/min of a bool tensor is a bool (a logical or/and), as PyTorch's.
 Tensor max(const Tensor& x);  // over all elements
 Tensor min(const Tensor& x);
 struct ValuesIndices {
@@ -78,8 +79,12 @@ struct ValuesIndices {
 };
 ValuesIndices max(const Tensor& x, int64_t dim, bool keepdim = false);
 ValuesIndices min(const Tensor& x, int64_t dim, bool keepdim = false);
+// argmax/argmin: the index of the first extreme (the first NaN wins), i64; bool tensors are
+// refused, as PyTorch's.
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor argmax(const Tensor& x);  // index into the flattened tensor
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor argmin(const Tensor& x);  // index into the flattened tensor
 Tensor sum_to(const Tensor& x, const Shape& shape);  // reduce broadcast dims back to shape
 // log(sum(exp(x))) over dims (empty = all), torch.logsumexp: the max over dims is subtracted first,
 // so large values do not overflow; a slice of only -inf gives -inf, any +inf gives +inf, NaN

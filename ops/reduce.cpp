@@ -1,8 +1,9 @@
 // Reductions: sum, mean, var, the vector norm, logsumexp, max/min (all elements or along a dim,
-// with indices), argmax and sum_to (the reverse of broadcasting). Autocast policy: None on CPU (sum
-// is FP32SetOptDtype on CUDA, logsumexp FP32). Integer and bool sums produce i64, as PyTorch.
+// with indices), argmax/argmin and sum_to (the reverse of broadcasting). Autocast policy: None on CPU
+// (sum is FP32SetOptDtype on CUDA, logsumexp FP32). Integer and bool sums produce i64, as PyTorch.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include "ops/common.h"
@@ -115,6 +116,11 @@ Tensor var(const Tensor& x, std::vector<int64_t> dims_in, int64_t correction, bo
 namespace {
 ValuesIndices extreme(ReduceOp op, const char* name, const Tensor& x, int64_t dim, bool keepdim) {
   check_defined(x, name, "self");
+  // Bool (PyTorch's max/min take it): the kernels compare its bytes as u8, the values return to bool.
+  if (x.dtype() == DType::Bool) {
+    ValuesIndices r = extreme(op, name, cast(x, DType::U8), dim, keepdim);
+    return {cast(r.values, DType::Bool), r.indices};
+  }
   dim = wrap_dim(dim, x.dim(), name);
   if (x.dim() > 0) MINIDL_CHECK(x.shape()[dim] > 0, name, "cannot reduce over a zero-size dimension ", dim);
   Tensor idx;
@@ -165,11 +171,23 @@ ValuesIndices min(const Tensor& x, int64_t dim, bool keepdim) { return extreme(R
 Tensor max(const Tensor& x) { return extreme_all(ReduceOp::Max, "max", x); }
 Tensor min(const Tensor& x) { return extreme_all(ReduceOp::Min, "min", x); }
 
-Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
+namespace {
+// argmax/argmin: max/min's index along dim (the first of equal extremes; the first NaN wins), i64.
+// Bool is refused, as PyTorch's argmax/argmin (max/min take it). dim nullopt: over all elements.
+Tensor arg_extreme(ReduceOp op, const char* name, const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  check_defined(x, name, "self");
+  MINIDL_CHECK(x.dtype() != DType::Bool, name, "not implemented for bool tensors (got ", x.meta_str(),
+               "); cast to an integer dtype first");
   NoGradGuard ng;
-  return extreme(ReduceOp::Max, "argmax", x, dim, keepdim).indices;
+  if (!dim) return extreme(op, name, x.reshape({-1}), 0, false).indices;
+  return extreme(op, name, x, *dim, keepdim).indices;
 }
-Tensor argmax(const Tensor& x) { return argmax(x.reshape({-1}), 0, false); }
+}  // namespace
+
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) { return arg_extreme(ReduceOp::Max, "argmax", x, dim, keepdim); }
+Tensor argmax(const Tensor& x) { return arg_extreme(ReduceOp::Max, "argmax", x, std::nullopt, false); }
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) { return arg_extreme(ReduceOp::Min, "argmin", x, dim, keepdim); }
+Tensor argmin(const Tensor& x) { return arg_extreme(ReduceOp::Min, "argmin", x, std::nullopt, false); }
 
 // ---- the vector norm
 namespace {

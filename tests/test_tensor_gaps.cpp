@@ -1,6 +1,7 @@
 // Gaps against PyTorch in the tensor ops, each closed and held to torch's numbers:
 // - remainder and fmod: integer and floating, scalar and broadcast forms, gradients, low precision,
-//   autocast, CUDA against the CPU.
+//   autocast, CUDA against the CPU;
+// - argmin beside argmax, max/min of bool tensors.
 // Expected values are torch 1.13's (probed in Python), written here as literals; where 1.13 and 2.x
 // differ, 2.x's, as said at the case.
 #include <catch2/catch.hpp>
@@ -316,5 +317,96 @@ TEST_CASE("cuda: remainder and fmod agree with the CPU: dtypes, broadcasting, sc
     check_equal(remainder(ha.to(kCuda), -3.0), remainder(ha, -3.0), std::string("int remainder scalar ") + dtype_name(t));
     CHECK_THROWS_WITH(remainder(ha.to(kCuda), zeros({1}, TensorOptions(t).device(kCuda))), Contains("ZeroDivisionError"));
     CHECK_THROWS_WITH(fmod(ha.to(kCuda), 0.0), Contains("ZeroDivisionError"));
+  }
+}
+
+// ---------------------------------------------------------------- argmin, max/min of bool
+
+TEST_CASE("argmin along a dim and over all elements: first of ties, first NaN, as argmax and PyTorch", "[gaps][reduce]") {
+  // torch 1.13: x = [[3, 1, 1, 5], [2, nan, 0, nan], [4, 4, 4, 4]]
+  const Tensor x = f32({3, 1, 1, 5, 2, NAN, 0, NAN, 4, 4, 4, 4}).reshape({3, 4});
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
+    INFO(dtype_name(t));
+    const Tensor xt = cast(x, t);
+    CHECK(argmin(xt, 1).dtype() == DType::I64);
+    CHECK(ints(argmin(xt, 1)) == std::vector<int64_t>{1, 1, 0});
+    CHECK(ints(argmin(xt, -1, true)) == std::vector<int64_t>{1, 1, 0});
+    CHECK(argmin(xt, -1, true).shape() == Shape{3, 1});
+    CHECK(ints(argmin(xt, 0)) == std::vector<int64_t>{1, 1, 1, 1});
+    CHECK(argmin(xt).item<int64_t>() == 5);
+    CHECK(argmin(xt).shape() == Shape{});
+    CHECK(ints(argmax(xt, 1)) == std::vector<int64_t>{3, 1, 0});
+    CHECK(ints(argmax(xt, 0)) == std::vector<int64_t>{2, 1, 2, 1});
+    CHECK(argmax(xt).item<int64_t>() == 5);
+  }
+  CHECK(argmin(f32({1, -INFINITY, -INFINITY})).item<int64_t>() == 1);
+  CHECK(ints(argmin(i64({5, -3, -3, 7}).reshape({1, 4}), 1)) == std::vector<int64_t>{1});
+  CHECK(argmin(i64({5, -3, -3, 7})).item<int64_t>() == 1);
+  CHECK(argmin(cast(i64({5, -3, 7}), DType::I32)).item<int64_t>() == 1);
+  CHECK(argmin(from_vector<uint8_t>({5, 0, 0})).item<int64_t>() == 1);
+  // 0-dim: index 0, shape [] (keepdim too), dims 0 and -1 only.
+  const Tensor s = scalar_tensor(3.0);
+  CHECK(argmin(s).item<int64_t>() == 0);
+  CHECK(argmin(s, 0).shape() == Shape{});
+  CHECK(argmin(s, 0, true).shape() == Shape{});
+  CHECK(argmin(s, -1).shape() == Shape{});
+  CHECK_THROWS_WITH(argmin(s, 1), Contains("argmin"));
+  // Empty: no reduction over a size-0 dim ("Expected reduction dim 1 to have non-zero size"); over
+  // another dim the result is empty.
+  CHECK_THROWS_WITH(argmin(zeros({0})), Contains("argmin"));
+  CHECK_THROWS_WITH(argmin(zeros({2, 0}), 1), Contains("argmin") && Contains("zero-size"));
+  CHECK(argmin(zeros({2, 0}), 0).shape() == Shape{0});
+  CHECK_THROWS_WITH(argmin(zeros({2, 3}), 2), Contains("argmin") && Contains("dim 2"));
+  // Bool: "argmin_cpu" / "argmax_cpu" not implemented for 'Bool'.
+  CHECK_THROWS_WITH(argmin(bools({true, false})), Contains("argmin") && Contains("bool"));
+  CHECK_THROWS_WITH(argmax(bools({true, false}).reshape({1, 2}), 1), Contains("argmax") && Contains("bool"));
+  // No gradient.
+  const Tensor w = f32({2, 1}).requires_grad_();
+  CHECK_FALSE(argmin(w).requires_grad());
+  CHECK_FALSE(argmin(w, 0).requires_grad());
+}
+
+TEST_CASE("max and min of a bool tensor: bool values, first indices, as PyTorch", "[gaps][reduce]") {
+  // torch 1.13: b = [[T, F, T], [F, F, F], [F, T, T]]
+  const Tensor b = bools({true, false, true, false, false, false, false, true, true}).reshape({3, 3});
+  ValuesIndices mx = max(b, 1);
+  CHECK(mx.values.dtype() == DType::Bool);
+  CHECK(mx.values.to_vector<bool>() == std::vector<bool>{true, false, true});
+  CHECK(ints(mx.indices) == std::vector<int64_t>{0, 0, 1});
+  ValuesIndices mn = min(b, 1);
+  CHECK(mn.values.dtype() == DType::Bool);
+  CHECK(mn.values.to_vector<bool>() == std::vector<bool>{false, false, false});
+  CHECK(ints(mn.indices) == std::vector<int64_t>{1, 0, 0});
+  ValuesIndices mk = max(b, 0, true);
+  CHECK(mk.values.shape() == Shape{1, 3});
+  CHECK(mk.values.to_vector<bool>() == std::vector<bool>{true, true, true});
+  CHECK(ints(mk.indices) == std::vector<int64_t>{0, 2, 0});
+  CHECK(max(b).dtype() == DType::Bool);
+  CHECK(max(b).to_vector<bool>() == std::vector<bool>{true});
+  CHECK(min(b).to_vector<bool>() == std::vector<bool>{false});
+  ValuesIndices m0 = max(bools({true}).reshape({}), 0);
+  CHECK(m0.values.shape() == Shape{});
+  CHECK(m0.values.to_vector<bool>() == std::vector<bool>{true});
+  CHECK(m0.indices.item<int64_t>() == 0);
+}
+
+TEST_CASE("cuda: argmin and max/min of bool tensors agree with the CPU", "[cuda][gaps][reduce]") {
+  using namespace cuda_test;
+  MINIDL_REQUIRE_GPU();
+  for (DType t : kFloat64) {
+    const Tensor x = randn_cpu({33, 517}, t, 21);
+    for (int64_t d : {0, 1}) check_equal(argmin(x.to(kCuda), d), argmin(x, d), std::string("argmin ") + dtype_name(t));
+    check_equal(argmin(x.to(kCuda)), argmin(x), std::string("argmin all ") + dtype_name(t));
+  }
+  const Tensor ties = f32({3, 1, 1, 5, 2, NAN, 0, NAN}).reshape({2, 4});
+  CHECK(ints(argmin(ties.to(kCuda), 1)) == std::vector<int64_t>{1, 1});
+  const Tensor mask = gt(randn_cpu({40, 70}, DType::F32, 22), 1.5);
+  for (int64_t d : {0, 1}) {
+    ValuesIndices h = max(mask, d), g = max(mask.to(kCuda), d);
+    check_equal(g.values, h.values, "bool max values");
+    check_equal(g.indices, h.indices, "bool max indices");
+    ValuesIndices hm = min(mask, d), gm = min(mask.to(kCuda), d);
+    check_equal(gm.values, hm.values, "bool min values");
+    check_equal(gm.indices, hm.indices, "bool min indices");
   }
 }
