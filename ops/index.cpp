@@ -55,8 +55,12 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index_in) {
                "expected an i64 or i32 index, got ", index_in.meta_str());
   MINIDL_CHECK(index_in.dim() <= 1, name, "index must be 0-D or 1-D, got ", index_in.meta_str());
   if (x.dim() == 0) {
+    // A 0-dim self takes one index (0) and gives a 0-dim result, as PyTorch 2.x (1.13's CPU kernel
+    // took any number of indices and returned one element).
     wrap_dim(dim, 1, name);
-    return index_select(x.reshape({1}), 0, index_in).reshape(index_in.dim() == 0 ? Shape{} : Shape{index_in.numel()});
+    MINIDL_CHECK(index_in.numel() == 1, name, "an index into a 0-dim tensor can have only 1 value, got ", index_in.numel(),
+                 " values (", index_in.meta_str(), ")");
+    return index_select(x.reshape({1}), 0, index_in.reshape({1})).reshape({});
   }
   dim = wrap_dim(dim, x.dim(), name);
   const Tensor index = cast(index_in, DType::I64).contiguous().reshape({-1});

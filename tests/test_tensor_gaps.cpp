@@ -1,7 +1,8 @@
 // Gaps against PyTorch in the tensor ops, each closed and held to torch's numbers:
 // - remainder and fmod: integer and floating, scalar and broadcast forms, gradients, low precision,
 //   autocast, CUDA against the CPU;
-// - argmin beside argmax, max/min of bool tensors.
+// - argmin beside argmax, max/min of bool tensors;
+// - index_select of a 0-dim tensor, narrow of a size-0 dim.
 // Expected values are torch 1.13's (probed in Python), written here as literals; where 1.13 and 2.x
 // differ, 2.x's, as said at the case.
 #include <catch2/catch.hpp>
@@ -409,4 +410,51 @@ TEST_CASE("cuda: argmin and max/min of bool tensors agree with the CPU", "[cuda]
     check_equal(gm.values, hm.values, "bool min values");
     check_equal(gm.indices, hm.indices, "bool min indices");
   }
+}
+
+// ---------------------------------------------------------------- index_select, narrow
+
+TEST_CASE("index_select of a 0-dim tensor takes one index and gives a 0-dim result", "[gaps][index]") {
+  // torch 1.13: torch.index_select(torch.tensor(5.), 0, torch.tensor([0])) -> tensor(5.) (0-dim), also
+  // with a 0-dim index, an int32 index and dim -1; index [1] or [-1] -> "index out of range in self";
+  // dim 1 -> "Dimension out of range". Index [0, 0] and [] are errors in 2.x ("Index to scalar can
+  // have only 1 value, got 2 value(s)"; 1.13 returned tensor(5.) and uninitialised memory).
+  const Tensor s = scalar_tensor(5.0, DType::F32);
+  CHECK(index_select(s, 0, i64({0})).shape() == Shape{});
+  CHECK(index_select(s, 0, i64({0})).item() == 5.0);
+  CHECK(index_select(s, 0, scalar_tensor(0, DType::I64)).shape() == Shape{});
+  CHECK(index_select(s, -1, i64({0})).item() == 5.0);
+  CHECK(index_select(s, 0, cast(i64({0}), DType::I32)).shape() == Shape{});
+  const Tensor si = index_select(scalar_tensor(7, DType::I64), 0, i64({0}));
+  CHECK(si.dtype() == DType::I64);
+  CHECK(si.shape() == Shape{});
+  CHECK(si.item<int64_t>() == 7);
+  CHECK_THROWS_WITH(index_select(s, 0, i64({1})), Contains("index_select") && Contains("out of bounds"));
+  CHECK_THROWS_WITH(index_select(s, 0, i64({-1})), Contains("index_select") && Contains("out of bounds"));
+  CHECK_THROWS_WITH(index_select(s, 1, i64({0})), Contains("index_select"));
+  CHECK_THROWS_WITH(index_select(s, 0, i64({0, 0})), Contains("index_select") && Contains("only 1 value, got 2"));
+  CHECK_THROWS_WITH(index_select(s, 0, zeros({0}, DType::I64)), Contains("index_select") && Contains("only 1 value, got 0"));
+  // The gradient reaches the 0-dim input: backward(tensor(3.)) -> grad tensor(3.).
+  const Tensor w = scalar_tensor(5.0, DType::F64).requires_grad_();
+  const Tensor out = index_select(w, 0, i64({0}));
+  const TL g = autograd::grad({out}, {w}, {scalar_tensor(3.0, DType::F64)});
+  CHECK(g[0].shape() == Shape{});
+  CHECK(g[0].item() == 3.0);
+  // A 1-D input with a 0-dim index keeps its dim: torch gives tensor([3.]).
+  CHECK(index_select(f32({1, 2, 3}), 0, scalar_tensor(2, DType::I64)).shape() == Shape{1});
+}
+
+TEST_CASE("narrow of a size-0 dim: start 0 only, as PyTorch 2.x", "[gaps][view]") {
+  // torch 2.x: torch.zeros(0, 3).narrow(0, -1, 0) -> IndexError "start out of range (expected to be
+  // in range of [0, 0], but got -1)" (torch 1.13 wrapped -1 to 0 and returned an empty tensor);
+  // narrow(0, 0, 0) -> shape [0, 3]; narrow(0, 0, 1) -> "start (0) + length (1) exceeds dimension
+  // size (0)."; narrow(0, 1, 0) -> start out of range.
+  const Tensor z = zeros({0, 3});
+  CHECK_THROWS_WITH(z.narrow(0, -1, 0), Contains("narrow") && Contains("start out of range") && Contains("-1"));
+  CHECK_THROWS_WITH(z.narrow(0, -1, 1), Contains("narrow") && Contains("start out of range"));
+  CHECK(z.narrow(0, 0, 0).shape() == Shape{0, 3});
+  CHECK_THROWS_WITH(z.narrow(0, 0, 1), Contains("narrow") && Contains("exceeds dimension size 0"));
+  CHECK_THROWS_WITH(z.narrow(0, 1, 0), Contains("narrow") && Contains("start out of range"));
+  CHECK(zeros({3, 2}).narrow(0, 3, 0).shape() == Shape{0, 2});
+  CHECK(zeros({3, 2}).narrow(0, -1, 0).shape() == Shape{0, 2});
 }
