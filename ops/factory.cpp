@@ -30,9 +30,14 @@ Tensor arange(double start, double end, double step, TensorOptions opts) {
   MINIDL_CHECK(is_floating(opts.dtype_) || (std::trunc(start) == start && std::trunc(step) == step), "arange",
                "start ", start, " and step ", step, " are not integers but the dtype is ", dtype_name(opts.dtype_),
                "; pass a floating dtype (e.g. arange(", start, ", ", end, ", ", step, ", DType::F32))");
-  MINIDL_CHECK((end - start) / step >= 0, "arange", "upper bound and step are inconsistent (start ", start,
+  // An integer dtype checks the step's sign against the end converted to the integer type, as
+  // PyTorch's (arange(0, -0.5) is empty, arange(0, -1.5) an error). The length counts from the end
+  // itself, as PyTorch's i32, u8 and floating dtypes and NumPy: arange(0, 5.5, 1, I64) has 6 elements.
+  // Deliberate difference: PyTorch's i64 path truncates the end first (5 elements; pytorch#149097).
+  const double end_checked = is_floating(opts.dtype_) ? end : std::trunc(end);
+  MINIDL_CHECK((end_checked - start) / step >= 0, "arange", "upper bound and step are inconsistent (start ", start,
                ", end ", end, ", step ", step, ")");
-  const double count = std::ceil((end - start) / step);
+  const double count = std::ceil((end - start) / step);  // > -1: arange(0, -0.5) ceils to -0
   MINIDL_CHECK(count < 9.2e18, "arange", "the range ", start, " -> ", end, " with step ", step, " has ", count,
                " elements, more than int64 can count");
   const int64_t n = static_cast<int64_t>(count);

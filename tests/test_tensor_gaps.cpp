@@ -2,7 +2,8 @@
 // - remainder and fmod: integer and floating, scalar and broadcast forms, gradients, low precision,
 //   autocast, CUDA against the CPU;
 // - argmin beside argmax, max/min of bool tensors;
-// - index_select of a 0-dim tensor, narrow of a size-0 dim.
+// - index_select of a 0-dim tensor, narrow of a size-0 dim;
+// - arange with an integer dtype and a fractional end.
 // Expected values are torch 1.13's (probed in Python), written here as literals; where 1.13 and 2.x
 // differ, 2.x's, as said at the case.
 #include <catch2/catch.hpp>
@@ -412,7 +413,7 @@ TEST_CASE("cuda: argmin and max/min of bool tensors agree with the CPU", "[cuda]
   }
 }
 
-// ---------------------------------------------------------------- index_select, narrow
+// ---------------------------------------------------------------- index_select, narrow, arange
 
 TEST_CASE("index_select of a 0-dim tensor takes one index and gives a 0-dim result", "[gaps][index]") {
   // torch 1.13: torch.index_select(torch.tensor(5.), 0, torch.tensor([0])) -> tensor(5.) (0-dim), also
@@ -457,4 +458,34 @@ TEST_CASE("narrow of a size-0 dim: start 0 only, as PyTorch 2.x", "[gaps][view]"
   CHECK_THROWS_WITH(z.narrow(0, 1, 0), Contains("narrow") && Contains("start out of range"));
   CHECK(zeros({3, 2}).narrow(0, 3, 0).shape() == Shape{0, 2});
   CHECK(zeros({3, 2}).narrow(0, -1, 0).shape() == Shape{0, 2});
+}
+
+TEST_CASE("arange with an integer dtype and a fractional end: PyTorch's sign check, NumPy's length", "[gaps][factory]") {
+  // torch 1.13 (and 2.x), every integer dtype: the step's sign is checked against the end converted
+  // to the integer type: arange(0, -0.5) -> [] (it was an error here), arange(0, -1.5) -> "upper bound
+  // and larger bound inconsistent with step sign"; float32 arange(0, -0.5) is that error too.
+  CHECK(arange(0, -0.5, 1, DType::I64).shape() == Shape{0});
+  CHECK(arange(0, -0.5, 1, DType::I32).shape() == Shape{0});
+  CHECK(arange(0, -0.5, 1, DType::U8).shape() == Shape{0});
+  CHECK(arange(0, -0.5).dtype() == DType::I64);
+  CHECK_THROWS_WITH(arange(0, -1.5, 1, DType::I64), Contains("arange") && Contains("inconsistent"));
+  CHECK_THROWS_WITH(arange(0, -1.5, 1, DType::I32), Contains("arange") && Contains("inconsistent"));
+  CHECK_THROWS_WITH(arange(0, -0.5, 1, DType::F32), Contains("arange") && Contains("inconsistent"));
+  // The length: int32, uint8 and float32 count from the end itself, as NumPy: arange(0, 5.5) has 6
+  // elements, arange(5, 0.5, -1) 5, arange(0, 1e-9) 1.
+  CHECK(ints(arange(0, 5.5, 1, DType::I32)) == std::vector<int64_t>{0, 1, 2, 3, 4, 5});
+  CHECK(ints(arange(0, 5.5, 1, DType::U8)) == std::vector<int64_t>{0, 1, 2, 3, 4, 5});
+  CHECK(arange(0, 5.5, 1, DType::F32).to_vector<float>() == std::vector<float>{0, 1, 2, 3, 4, 5});
+  CHECK(ints(arange(5, 0.5, -1, DType::I32)) == std::vector<int64_t>{5, 4, 3, 2, 1});
+  CHECK(ints(arange(5, -0.5, -2, DType::I32)) == std::vector<int64_t>{5, 3, 1});
+  CHECK(ints(arange(0, 1e-9, 1, DType::I32)) == std::vector<int64_t>{0});
+  // int64 counts the same way here. Deliberate difference: torch's int64 path truncates the end
+  // first (pytorch#149097, reported as a bug): arange(0, 5.5) -> [0..4], arange(0, 5.5, 2) -> [0, 2, 4],
+  // arange(0, -5.5, -1) -> [0..-4], arange(0, 1e-9) -> [].
+  CHECK(ints(arange(0, 5.5, 1, DType::I64)) == std::vector<int64_t>{0, 1, 2, 3, 4, 5});
+  CHECK(ints(arange(0, 5.5, 2, DType::I64)) == std::vector<int64_t>{0, 2, 4});
+  CHECK(ints(arange(0, -5.5, -1, DType::I64)) == std::vector<int64_t>{0, -1, -2, -3, -4, -5});
+  CHECK(ints(arange(0, 1e-9, 1, DType::I64)) == std::vector<int64_t>{0});
+  CHECK(ints(arange(0, 5.0, 1, DType::I64)) == std::vector<int64_t>{0, 1, 2, 3, 4});
+  CHECK(ints(arange(5, 0.5, -1, DType::I64)) == std::vector<int64_t>{5, 4, 3, 2, 1});
 }
