@@ -138,13 +138,32 @@ TensorList conv_backward(const Tensor& x, const Tensor& gy, const Tensor& w, boo
 
 std::string size_str(const Tensor& t) { return shape_str(t.shape()); }
 
-// Checks shared by conv2d and conv_transpose2d: ranks, dtypes, devices, positive hyper-parameters.
-void check_common(const char* op, const Tensor& x, const Tensor& w, const Tensor& b, Size2 stride, Size2 dilation,
+// How a convolution's errors describe it: by the name of the op called, and for conv1d (run as conv2d
+// over a height of 1) with its own 3-D shapes and 1-D hyper-parameters, the unit height left out.
+struct ConvNaming {
+  const char* op;
+  bool one_d = false;
+  // t's shape as the caller passed it: a conv1d operand without the unit height (dim -2).
+  std::string shape(const Tensor& t) const {
+    Shape s = t.shape();
+    if (one_d && s.size() >= 2) s.erase(s.end() - 2);
+    return shape_str(s);
+  }
+  // A (height, width) hyper-parameter: "[h, w]", or conv1d's "w".
+  std::string pair(Size2 v) const {
+    return one_d ? std::to_string(v[1]) : "[" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + "]";
+  }
+};
+const ConvNaming kConv2dNaming{"conv2d"};
+
+// Checks shared by conv2d, conv1d and conv_transpose2d: ranks, dtypes, devices, positive hyper-parameters.
+void check_common(const ConvNaming& nm, const Tensor& x, const Tensor& w, const Tensor& b, Size2 stride, Size2 dilation,
                   int64_t groups) {
+  const char* op = nm.op;
   check_defined(x, op, "input");
   check_defined(w, op, "weight");
   check_image_rank(op, x);
-  MINIDL_CHECK(w.dim() == 4, op, "expected a 4-D weight, but got weight of size ", size_str(w));
+  MINIDL_CHECK(w.dim() == 4, op, "expected a 4-D weight, but got weight of size ", nm.shape(w));
   check_floating(op, x);
   check_same_device(op, x, w);
   MINIDL_CHECK(x.dtype() == w.dtype(), op, "input type (", dtype_name(x.dtype()), ") and weight type (", dtype_name(w.dtype()),
@@ -154,31 +173,30 @@ void check_common(const char* op, const Tensor& x, const Tensor& w, const Tensor
     MINIDL_CHECK(x.dtype() == b.dtype(), op, "input type (", dtype_name(x.dtype()), ") and bias type (", dtype_name(b.dtype()),
                  ") should be the same");
   }
-  MINIDL_CHECK(stride[0] > 0 && stride[1] > 0, op, "non-positive stride is not supported, got stride [", stride[0], ", ",
-               stride[1], "]");
-  MINIDL_CHECK(dilation[0] > 0 && dilation[1] > 0, op, "dilation should be greater than zero, got dilation [", dilation[0],
-               ", ", dilation[1], "]");
+  MINIDL_CHECK(stride[0] > 0 && stride[1] > 0, op, "non-positive stride is not supported, got stride ", nm.pair(stride));
+  MINIDL_CHECK(dilation[0] > 0 && dilation[1] > 0, op, "dilation should be greater than zero, got dilation ", nm.pair(dilation));
   MINIDL_CHECK(groups > 0, op, "non-positive groups is not supported, got groups=", groups);
 }
 
-// conv2d on a validated 4-D input with top/left padding lo and bottom/right padding hi.
-Tensor conv2d_impl(const Tensor& x_in, const Tensor& w, const Tensor& b, Size2 stride, Size2 lo, Size2 hi,
-                   Size2 dilation, int64_t groups) {
-  const char* op = "conv2d";
-  check_common(op, x_in, w, b, stride, dilation, groups);
-  MINIDL_CHECK(lo[0] >= 0 && lo[1] >= 0 && hi[0] >= 0 && hi[1] >= 0, op, "negative padding is not supported, got padding [",
-               lo[0], ", ", lo[1], "]");
+// conv2d (or conv1d, as nm says) on a validated 4-D input with top/left padding lo and bottom/right padding hi.
+Tensor conv2d_impl(const ConvNaming& nm, const Tensor& x_in, const Tensor& w, const Tensor& b, Size2 stride, Size2 lo,
+                   Size2 hi, Size2 dilation, int64_t groups) {
+  const char* op = nm.op;
+  check_common(nm, x_in, w, b, stride, dilation, groups);
+  MINIDL_CHECK(lo[0] >= 0 && lo[1] >= 0 && hi[0] >= 0 && hi[1] >= 0, op, "negative padding is not supported, got padding ",
+               nm.pair(lo));
   const bool batched = x_in.dim() == 4;
   Tensor x = batched ? x_in : x_in.unsqueeze(0);
   const int64_t O = w.size(0);
   MINIDL_CHECK(O % groups == 0, op, "given groups=", groups, ", expected weight to be divisible by ", groups,
-               " at dimension 0, but got weight of size ", size_str(w), " instead");
-  MINIDL_CHECK(x.size(1) == w.size(1) * groups, op, "given groups=", groups, ", weight of size ", size_str(w),
-               ", expected input", size_str(x_in), " to have ", w.size(1) * groups, " channels, but got ", x.size(1),
+               " at dimension 0, but got weight of size ", nm.shape(w), " instead");
+  MINIDL_CHECK(x.size(1) == w.size(1) * groups, op, "given groups=", groups, ", weight of size ", nm.shape(w),
+               ", expected input", nm.shape(x_in), " to have ", w.size(1) * groups, " channels, but got ", x.size(1),
                " channels instead");
   if (b.defined())
-    MINIDL_CHECK(b.dim() == 1 && b.size(0) == O, op, "given weight of size ", size_str(w),
-                 ", expected bias to be 1-dimensional with ", O, " elements, but got bias of size ", size_str(b), " instead");
+    MINIDL_CHECK(b.dim() == 1 && b.size(0) == O, op, "given weight of size ", nm.shape(w),
+                 ", expected bias to be 1-dimensional with ", O, " elements, but got bias of size ", size_str(b),
+                 " instead");
   Conv2dGeometry g;
   set_input_size(g, x);
   g.O = O;
@@ -186,8 +204,9 @@ Tensor conv2d_impl(const Tensor& x_in, const Tensor& w, const Tensor& b, Size2 s
   g.groups = groups;
   const int64_t eff_h = g.dh * (g.kH - 1) + 1, eff_w = g.dw * (g.kW - 1) + 1;
   const int64_t padded_h = g.H + lo[0] + hi[0], padded_w = g.W + lo[1] + hi[1];
-  MINIDL_CHECK(padded_h >= eff_h && padded_w >= eff_w, op, "calculated padded input size per channel: (", padded_h, " x ",
-               padded_w, "). Kernel size: (", eff_h, " x ", eff_w, "). Kernel size can't be greater than actual input size");
+  MINIDL_CHECK(padded_h >= eff_h && padded_w >= eff_w, op, "calculated padded input size per channel: (",
+               nm.one_d ? "" : std::to_string(padded_h) + " x ", padded_w, "). Kernel size: (",
+               nm.one_d ? "" : std::to_string(eff_h) + " x ", eff_w, "). Kernel size can't be greater than actual input size");
   g.OH = (padded_h - eff_h) / g.sh + 1;
   g.OW = (padded_w - eff_w) / g.sw + 1;
   Tensor y = conv_forward(x, w, b, g);
@@ -198,11 +217,12 @@ Tensor conv2d_impl(const Tensor& x_in, const Tensor& w, const Tensor& b, Size2 s
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2 stride, Size2 padding, Size2 dilation, int64_t groups) {
   amp::AutocastInputs in(kConv2d, {x, w, b});
-  return conv2d_impl(in[0], in[1], in[2], stride, padding, padding, dilation, groups);
+  return conv2d_impl(kConv2dNaming, in[0], in[1], in[2], stride, padding, padding, dilation, groups);
 }
 
 // conv1d is conv2d over a height of 1 (a 1-row kernel, stride/padding/dilation 1/0/1 in height):
-// the same kernels, so it is exact and has every order of gradient that conv2d has.
+// the same kernels, so it is exact and has every order of gradient that conv2d has. Its errors name
+// conv1d and show its own shapes.
 Tensor conv1d(const Tensor& x_arg, const Tensor& w_arg, const Tensor& b_arg, int64_t stride, int64_t padding,
               int64_t dilation, int64_t groups) {
   amp::AutocastInputs in(kConv1d, {x_arg, w_arg, b_arg});
@@ -213,7 +233,8 @@ Tensor conv1d(const Tensor& x_arg, const Tensor& w_arg, const Tensor& b_arg, int
   MINIDL_CHECK(x.dim() == 2 || x.dim() == 3, op, "expected 2-D (unbatched) or 3-D (batched) input, but got input of size ",
                size_str(x));
   MINIDL_CHECK(w.dim() == 3, op, "expected a 3-D weight [out, in/groups, k], but got weight of size ", size_str(w));
-  return conv2d_impl(x.unsqueeze(-2), w.unsqueeze(2), b, {1, stride}, {0, padding}, {0, padding}, {1, dilation}, groups)
+  const ConvNaming naming{op, true};
+  return conv2d_impl(naming, x.unsqueeze(-2), w.unsqueeze(2), b, {1, stride}, {0, padding}, {0, padding}, {1, dilation}, groups)
       .squeeze(-2);
 }
 
@@ -221,7 +242,7 @@ Tensor conv2d(const Tensor& x_arg, const Tensor& w_arg, const Tensor& b_arg, Siz
               Size2 dilation, int64_t groups) {
   amp::AutocastInputs in(kConv2d, {x_arg, w_arg, b_arg});
   const Tensor &x = in[0], &w = in[1], &b = in[2];
-  if (padding == ConvPadding::Valid) return conv2d_impl(x, w, b, stride, {0, 0}, {0, 0}, dilation, groups);
+  if (padding == ConvPadding::Valid) return conv2d_impl(kConv2dNaming, x, w, b, stride, {0, 0}, {0, 0}, dilation, groups);
   MINIDL_CHECK(stride[0] == 1 && stride[1] == 1, "conv2d", "padding='same' is not supported for strided convolutions (got stride [",
                stride[0], ", ", stride[1], "])");
   check_defined(w, "conv2d", "weight");
@@ -233,7 +254,7 @@ Tensor conv2d(const Tensor& x_arg, const Tensor& w_arg, const Tensor& b_arg, Siz
     lo[i] = total / 2;
     hi[i] = total - lo[i];
   }
-  return conv2d_impl(x, w, b, stride, lo, hi, dilation, groups);
+  return conv2d_impl(kConv2dNaming, x, w, b, stride, lo, hi, dilation, groups);
 }
 
 Tensor conv_transpose2d(const Tensor& x_arg, const Tensor& w_arg, const Tensor& b_arg, Size2 stride, Size2 padding,
@@ -241,7 +262,7 @@ Tensor conv_transpose2d(const Tensor& x_arg, const Tensor& w_arg, const Tensor& 
   amp::AutocastInputs in(kConvTranspose2d, {x_arg, w_arg, b_arg});
   const Tensor &x_in = in[0], &w = in[1], &b = in[2];
   const char* op = "conv_transpose2d";
-  check_common(op, x_in, w, b, stride, dilation, groups);
+  check_common(ConvNaming{op}, x_in, w, b, stride, dilation, groups);
   MINIDL_CHECK(padding[0] >= 0 && padding[1] >= 0, op, "negative padding is not supported, got padding [", padding[0], ", ",
                padding[1], "]");
   for (int i = 0; i < 2; ++i)

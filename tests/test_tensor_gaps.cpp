@@ -3,7 +3,8 @@
 //   autocast, CUDA against the CPU;
 // - argmin beside argmax, max/min of bool tensors;
 // - index_select of a 0-dim tensor, narrow of a size-0 dim;
-// - arange with an integer dtype and a fractional end.
+// - arange with an integer dtype and a fractional end;
+// - conv1d's errors.
 // Expected values are torch 1.13's (probed in Python), written here as literals; where 1.13 and 2.x
 // differ, 2.x's, as said at the case.
 #include <catch2/catch.hpp>
@@ -488,4 +489,48 @@ TEST_CASE("arange with an integer dtype and a fractional end: PyTorch's sign che
   CHECK(ints(arange(0, 1e-9, 1, DType::I64)) == std::vector<int64_t>{0});
   CHECK(ints(arange(0, 5.0, 1, DType::I64)) == std::vector<int64_t>{0, 1, 2, 3, 4});
   CHECK(ints(arange(5, 0.5, -1, DType::I64)) == std::vector<int64_t>{5, 4, 3, 2, 1});
+}
+
+// ---------------------------------------------------------------- conv1d's errors
+
+TEST_CASE("conv1d's errors name conv1d and show its 3-D shapes and 1-D hyper-parameters", "[gaps][conv]") {
+  // torch 1.13, F.conv1d(x [2, 4, 10], w [6, 4, 3], b [6]) and one wrong argument each (messages
+  // such as "Given groups=1, weight of size [6, 4, 3], expected input[2, 5, 10] to have 4 channels,
+  // but got 5 channels instead"; "Calculated padded input size per channel: (2). Kernel size: (3).").
+  const Tensor x = zeros({2, 4, 10}), w = zeros({6, 4, 3}), b = zeros({6});
+  CHECK(conv1d(x, w, b).shape() == Shape{2, 6, 8});
+  auto conv1d_error = [](const std::function<void()>& f, const std::string& part) {
+    INFO("expected an error containing \"" << part << "\"");
+    try {
+      f();
+      FAIL("no error");
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      INFO("message: " << msg);
+      CHECK(msg.rfind("conv1d: ", 0) == 0);
+      CHECK(msg.find("conv2d") == std::string::npos);
+      CHECK(msg.find("4-D") == std::string::npos);
+      CHECK(msg.find(part) != std::string::npos);
+    }
+  };
+  conv1d_error([&] { conv1d(zeros({2, 4, 10, 1}), w); }, "3-D (batched) input, but got input of size [2, 4, 10, 1]");
+  conv1d_error([&] { conv1d(zeros({10}), w); }, "input of size [10]");
+  conv1d_error([&] { conv1d(x, zeros({6, 4})); }, "3-D weight");
+  conv1d_error([&] { conv1d(zeros({2, 5, 10}), w); }, "weight of size [6, 4, 3], expected input[2, 5, 10] to have 4 channels, but got 5");
+  conv1d_error([&] { conv1d(zeros({5, 10}), w); }, "expected input[5, 10] to have 4 channels");
+  conv1d_error([&] { conv1d(x, zeros({6, 2, 3}), Tensor(), 1, 0, 1, 4); }, "but got weight of size [6, 2, 3]");
+  conv1d_error([&] { conv1d(x, w, zeros({5})); }, "weight of size [6, 4, 3], expected bias to be 1-dimensional with 6 elements");
+  conv1d_error([&] { conv1d(zeros({2, 4, 2}), w); }, "padded input size per channel: (2). Kernel size: (3)");
+  conv1d_error([&] { conv1d(zeros({2, 4, 5}), w, Tensor(), 1, 0, 3); }, "(5). Kernel size: (7)");
+  conv1d_error([&] { conv1d(x, w, Tensor(), 0); }, "non-positive stride is not supported, got stride 0");
+  conv1d_error([&] { conv1d(x, w, Tensor(), 1, -1); }, "negative padding is not supported, got padding -1");
+  conv1d_error([&] { conv1d(x, w, Tensor(), 1, 0, 0); }, "got dilation 0");
+  conv1d_error([&] { conv1d(x, w, Tensor(), 1, 0, 1, 0); }, "non-positive groups");
+  conv1d_error([&] { conv1d(x, cast(w, DType::F64)); }, "weight type (f64)");
+  conv1d_error([&] { conv1d(x, w, cast(b, DType::F64)); }, "bias type (f64)");
+  conv1d_error([&] { conv1d(cast(x, DType::I64), cast(w, DType::I64)); }, "conv1d");
+  // conv2d keeps its own names and shapes.
+  CHECK_THROWS_WITH(conv2d(zeros({2, 5, 10, 10}), zeros({6, 4, 3, 3})),
+                    Contains("conv2d") && Contains("weight of size [6, 4, 3, 3], expected input[2, 5, 10, 10]"));
+  CHECK_THROWS_WITH(conv2d(zeros({2, 4, 2, 2}), zeros({6, 4, 3, 3})), Contains("conv2d") && Contains("(2 x 2). Kernel size: (3 x 3)"));
 }
