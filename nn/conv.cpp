@@ -69,23 +69,29 @@ Tensor AdaptiveAvgPool2d::forward(const Tensor& x) {
 }
 std::string AdaptiveAvgPool2d::describe() const { return detail::concat("AdaptiveAvgPool2d(", out_[0], "x", out_[1], ")"); }
 
-BatchNorm::BatchNorm(int64_t features, int expected_dims, double eps, std::optional<double> momentum, bool affine)
-    : features_(features), expected_dims_(expected_dims), eps_(eps), momentum_(momentum) {
+BatchNorm::BatchNorm(int64_t features, int expected_dims, double eps, std::optional<double> momentum, bool affine,
+                     bool track_running_stats)
+    : features_(features),
+      expected_dims_(expected_dims),
+      eps_(eps),
+      momentum_(momentum),
+      track_running_stats_(track_running_stats) {
   MINIDL_CHECK(features > 0, type_name(), "num_features must be positive, got ", features);
   if (affine) {
     weight = register_parameter("weight", ones({features}));
     bias = register_parameter("bias", zeros({features}));
   }
-  running_mean = register_buffer("running_mean", zeros({features}));
-  running_var = register_buffer("running_var", ones({features}));
-  num_batches_tracked = register_buffer("num_batches_tracked", zeros({}, DType::I64));
+  // Without tracking: empty slots, as PyTorch's register_buffer(name, None).
+  running_mean = register_buffer("running_mean", track_running_stats ? zeros({features}) : Tensor());
+  running_var = register_buffer("running_var", track_running_stats ? ones({features}) : Tensor());
+  num_batches_tracked = register_buffer("num_batches_tracked", track_running_stats ? zeros({}, DType::I64) : Tensor());
 }
 
 ModulePtr BatchNorm::clone_structure() const {
-  const bool affine = weight.defined();
-  if (typeid(*this) == typeid(BatchNorm1d)) return std::make_shared<BatchNorm1d>(features_, eps_, momentum_, affine);
-  if (typeid(*this) == typeid(BatchNorm2d)) return std::make_shared<BatchNorm2d>(features_, eps_, momentum_, affine);
-  return std::make_shared<BatchNorm>(features_, expected_dims_, eps_, momentum_, affine);
+  const bool affine = weight.defined(), track = track_running_stats_;
+  if (typeid(*this) == typeid(BatchNorm1d)) return std::make_shared<BatchNorm1d>(features_, eps_, momentum_, affine, track);
+  if (typeid(*this) == typeid(BatchNorm2d)) return std::make_shared<BatchNorm2d>(features_, eps_, momentum_, affine, track);
+  return std::make_shared<BatchNorm>(features_, expected_dims_, eps_, momentum_, affine, track);
 }
 
 Tensor BatchNorm::forward(const Tensor& x) { return normalize(x, false); }
@@ -97,20 +103,24 @@ Tensor BatchNorm::normalize(const Tensor& x, bool relu, const Tensor& residual) 
   const bool ok = expected_dims_ == 2 ? (x.dim() == 2 || x.dim() == 3) : x.dim() == 4;
   MINIDL_CHECK(ok, type_name(), "expected ", expected_dims_ == 2 ? "2D or 3D" : "4D", " input, got ", x.meta_str());
   double factor = momentum_.value_or(0.0);
-  if (is_training()) {
+  if (is_training() && track_running_stats_) {
     NoGradGuard ng;
     num_batches_tracked.add_(ones({}, DType::I64));
     // momentum None: cumulative moving average, as PyTorch.
     if (!momentum_) factor = 1.0 / static_cast<double>(num_batches_tracked.item_int());
   }
+  // As PyTorch: batch statistics in training and whenever there are no running statistics (their
+  // slots are then empty, so nothing is updated).
+  const bool batch_stats = is_training() || !track_running_stats_;
   if (residual.defined())
-    return batch_norm_add_relu(x, residual, running_mean, running_var, weight, bias, is_training(), factor, eps_);
-  return (relu ? batch_norm_relu : batch_norm)(x, running_mean, running_var, weight, bias, is_training(), factor, eps_);
+    return batch_norm_add_relu(x, residual, running_mean, running_var, weight, bias, batch_stats, factor, eps_);
+  return (relu ? batch_norm_relu : batch_norm)(x, running_mean, running_var, weight, bias, batch_stats, factor, eps_);
 }
 
 std::string BatchNorm::describe() const {
   const std::string momentum = momentum_ ? detail::concat(*momentum_) : "None";
-  return detail::concat(type_name(), "(", features_, ", eps ", eps_, ", momentum ", momentum, weight.defined() ? ", affine)" : ")");
+  return detail::concat(type_name(), "(", features_, ", eps ", eps_, ", momentum ", momentum, weight.defined() ? ", affine" : "",
+                        track_running_stats_ ? "" : ", track_running_stats false", ")");
 }
 
 Dropout2d::Dropout2d(double p) : p_(p) {

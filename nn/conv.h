@@ -108,14 +108,17 @@ class AdaptiveAvgPool2d : public Layer {
   Size2 out_;
 };
 
-// BatchNorm over [N, C] (1d) or [N, C, H, W] (2d). Under autocast it takes a low-precision input
-// with its f32 weight and running statistics, computes statistics in f32 and returns the input dtype.
+// BatchNorm over [N, C] (1d) or [N, C, H, W] (2d), PyTorch's BatchNorm1d/2d(num_features, eps,
+// momentum, affine, track_running_stats). Under autocast it takes a low-precision input with its
+// f32 weight and running statistics, computes statistics in f32 and returns the input dtype.
 // momentum nullopt (PyTorch's momentum=None): the running statistics are the cumulative average
-// over all training batches (factor 1 / num_batches_tracked).
+// over all training batches (factor 1 / num_batches_tracked). affine false: no weight and bias.
+// track_running_stats false: no running_mean, running_var and num_batches_tracked (empty slots,
+// not in the state dict), and batch statistics in evaluation mode too.
 class BatchNorm : public Layer {
  public:
   BatchNorm(int64_t features, int expected_dims, double eps = 1e-5, std::optional<double> momentum = 0.1,
-            bool affine = true);
+            bool affine = true, bool track_running_stats = true);
   Tensor forward(const Tensor& x) override;
   // relu(forward(x)) in one op (batch_norm_relu: the same values, one pass fewer each way).
   // Sequential calls it for a BatchNorm followed by a ReLU.
@@ -126,7 +129,7 @@ class BatchNorm : public Layer {
   std::string type_name() const override { return expected_dims_ == 2 ? "BatchNorm1d" : "BatchNorm2d"; }
   ModulePtr clone_structure() const override;  // a BatchNorm1d or BatchNorm2d of the same configuration
 
-  Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+  Tensor weight, bias, running_mean, running_var, num_batches_tracked;  // undefined when not kept
 
  private:
   Tensor normalize(const Tensor& x, bool relu, const Tensor& residual = Tensor());
@@ -135,14 +138,17 @@ class BatchNorm : public Layer {
   int expected_dims_;
   double eps_;
   std::optional<double> momentum_;
+  bool track_running_stats_;
 };
 struct BatchNorm1d : BatchNorm {
-  explicit BatchNorm1d(int64_t features, double eps = 1e-5, std::optional<double> momentum = 0.1, bool affine = true)
-      : BatchNorm(features, 2, eps, momentum, affine) {}
+  explicit BatchNorm1d(int64_t features, double eps = 1e-5, std::optional<double> momentum = 0.1, bool affine = true,
+                       bool track_running_stats = true)
+      : BatchNorm(features, 2, eps, momentum, affine, track_running_stats) {}
 };
 struct BatchNorm2d : BatchNorm {
-  explicit BatchNorm2d(int64_t features, double eps = 1e-5, std::optional<double> momentum = 0.1, bool affine = true)
-      : BatchNorm(features, 4, eps, momentum, affine) {}
+  explicit BatchNorm2d(int64_t features, double eps = 1e-5, std::optional<double> momentum = 0.1, bool affine = true,
+                       bool track_running_stats = true)
+      : BatchNorm(features, 4, eps, momentum, affine, track_running_stats) {}
 };
 
 class Dropout2d : public Layer {

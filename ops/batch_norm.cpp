@@ -56,6 +56,15 @@ void check_channel_vector(const Tensor& t, const char* name, const Tensor& x) {
                " elements (one per channel of input ", x.meta_str(), "), got ", t.meta_str());
 }
 
+// 1/sqrt(var + eps) of batch statistics, as PyTorch's InvStd: 0 where var + eps is 0 (eps 0 and a
+// constant channel), so that channel's output is its bias and its input gradient 0 instead of
+// 0 * inf. Differentiable (the composite backward uses it), with a zero gradient at those channels.
+Tensor batch_invstd(const Tensor& var, double eps) {
+  if (eps > 0) return rsqrt(add(var, eps));
+  const Tensor zero = eq(var, 0.0);
+  return where(zero, zeros_like(var), rsqrt(where(zero, ones_like(var), var)));
+}
+
 // The backward as differentiable ops (used under create_graph).
 TensorList composite_backward(const Tensor& gy, const Tensor& x, const Tensor& w, const Tensor& saved_mean,
                               const Tensor& saved_invstd, bool training, double eps) {
@@ -68,7 +77,7 @@ TensorList composite_backward(const Tensor& gy, const Tensor& x, const Tensor& w
   if (training) {
     mu = mean(xc, dims, true);
     Tensor xm = sub(xc, mu);
-    inv = rsqrt(add(mean(mul(xm, xm), dims, true), eps));
+    inv = batch_invstd(mean(mul(xm, xm), dims, true), eps);
   } else {
     mu = saved_mean.reshape(cs);
     inv = saved_invstd.reshape(cs);
@@ -114,7 +123,7 @@ Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x_arg, const Ten
   check_channel_vector(running_var, "running_var", x_in);
   MINIDL_CHECK(running_mean.defined() == running_var.defined(), op,
                "running_mean and running_var must both be given or both be undefined");
-  MINIDL_CHECK(eps > 0, op, "eps must be positive, got ", eps);
+  MINIDL_CHECK(eps >= 0, op, "eps must be non-negative, got ", eps);
   const bool has_residual = residual_in.defined();
   if (has_residual) {
     check_same_device(op, x_in, residual_in);
@@ -137,7 +146,7 @@ Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x_arg, const Ten
       mean_c = new_empty({C}, cd, dev);
       Tensor var_c = new_empty({C}, cd, dev);
       K().batch_norm_stats.get(dev, x.dtype())(mean_c, var_c, kernel_view(x, fmt));
-      invstd = rsqrt(add(var_c, eps));
+      invstd = batch_invstd(var_c, eps);
       if (running_mean.defined()) {
         // running = (1 - m) * running + m * batch, with the unbiased variance; in place, new version.
         running_mean.mul_(1.0 - momentum);

@@ -54,6 +54,8 @@ Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size);
 // x [N, C, ...] (2-D or more). training: normalize with the batch mean and biased variance and, when
 // running stats are given, update them in place: running = (1 - momentum) * running + momentum *
 // batch (unbiased variance). Eval: normalize with the running stats. weight/bias [C] optional.
+// eps >= 0 (PyTorch's eps = 0 included: a training channel of variance 0 then has invstd 0, so its
+// output is the bias and its input gradient 0, as PyTorch's; in eval, 1/sqrt(0) is inf as there).
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), bool training = false, double momentum = 0.1, double eps = 1e-5);
 // relu(batch_norm(...)) as one op (not a torch.nn.functional name): the same output and running

@@ -161,6 +161,32 @@ TEST_CASE("cuda: batch norm (and batch_norm_relu, batch_norm_add_relu) training 
     }
 }
 
+TEST_CASE("cuda: batch norm with eps 0 (a constant channel) and BatchNorm2d without running statistics agree with the CPU", "[cuda][norm]") {
+  MINIDL_REQUIRE_GPU();
+  for (DType t : kFloat64) {
+    const std::string name = dtype_name(t);
+    // Channel 2 constant: invstd 0 there (PyTorch's rule for eps 0), so its output is the bias.
+    Tensor x = cast(add(randn_cpu({6, 4, 5, 3}, DType::F32, 51, 2.0), 10.0), t);
+    x.select(1, 2).fill_(3.0);
+    Tensor w = randn_cpu({4}, DType::F32, 52), b = randn_cpu({4}, DType::F32, 53), gy = randn_cpu(x.shape(), t, 54);
+    auto f = [](const std::vector<Tensor>& in) { return batch_norm(in[0], Tensor(), Tensor(), in[1], in[2], true, 0.1, 0.0); };
+    Grads h = run_with_grads(f, {x, w, b}, gy), d = run_with_grads(f, {on_device(x), on_device(w), on_device(b)}, on_device(gy));
+    const double tol = 2 * eps_of(t) + 64 * acc_eps(t), gtol = 2 * eps_of(t) + 8 * std::sqrt(90.0) * acc_eps(t) * 4;
+    check_close(d.y, h.y, tol, tol, name + " eps 0 output");
+    check_close(d.y.select(1, 2), b.select(0, 2).to(t).expand({6, 5, 3}).contiguous(), 0, 0, name + " constant channel = bias");
+    check_close(d.g[0], h.g[0], gtol, gtol, name + " eps 0 grad x");
+    check_close(d.g[0].select(1, 2), zeros({6, 5, 3}, t), 0, 0, name + " constant channel grad x");
+    check_close(d.g[1], h.g[1], gtol, gtol * std::sqrt(90.0), name + " eps 0 grad weight");
+    // The module without running statistics normalizes with batch statistics in eval mode too.
+    nn::BatchNorm2d hb(4, 1e-5, 0.1, true, false), db(4, 1e-5, 0.1, true, false);
+    hb.to(t);
+    db.to(kCuda, t);
+    hb.eval();
+    db.eval();
+    check_close(db.forward(on_device(x)).to(Device::cpu()), hb.forward(x), tol, tol, name + " BatchNorm2d eval, no running stats");
+  }
+}
+
 TEST_CASE("cuda: batch_norm_add_relu with channels-last x or residual agrees with the CPU's NCHW result", "[cuda][norm][channels_last]") {
   MINIDL_REQUIRE_GPU();
   // The CUDA kernels take NCHW: a channels-last x or shortcut is copied to it first, whichever of
