@@ -57,10 +57,11 @@ std::string MaxPool2d::describe_options() const {
 
 Tensor AvgPool2d::forward(const Tensor& x) {
   auto scope = forward_scope();
-  return avg_pool2d(x, kernel(), stride(), padding(), ceil_mode_, count_include_pad_);
+  return avg_pool2d(x, kernel(), stride(), padding(), ceil_mode_, count_include_pad_, divisor_override_);
 }
 std::string AvgPool2d::describe_options() const {
-  return detail::concat(ceil_mode_ ? ", ceil_mode" : "", count_include_pad_ ? "" : ", count_include_pad false");
+  return detail::concat(ceil_mode_ ? ", ceil_mode" : "", count_include_pad_ ? "" : ", count_include_pad false",
+                        divisor_override_ ? detail::concat(", divisor_override ", *divisor_override_) : "");
 }
 
 Tensor AdaptiveAvgPool2d::forward(const Tensor& x) {

@@ -79,21 +79,27 @@ class MaxPool2d : public SquarePool2d {
   bool ceil_mode_;
 };
 
-// PyTorch's AvgPool2d(kernel_size, stride, padding, ceil_mode, count_include_pad) with square windows.
+// PyTorch's AvgPool2d(kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+// with square windows. divisor_override 0 is refused (at forward, as PyTorch).
 class AvgPool2d : public SquarePool2d {
  public:
   explicit AvgPool2d(int64_t kernel, int64_t stride = 0, int64_t padding = 0, bool ceil_mode = false,
-                     bool count_include_pad = true)
-      : SquarePool2d(kernel, stride, padding), ceil_mode_(ceil_mode), count_include_pad_(count_include_pad) {}
+                     bool count_include_pad = true, std::optional<int64_t> divisor_override = std::nullopt)
+      : SquarePool2d(kernel, stride, padding),
+        ceil_mode_(ceil_mode),
+        count_include_pad_(count_include_pad),
+        divisor_override_(divisor_override) {}
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "AvgPool2d"; }
   ModulePtr clone_structure() const override {
-    return std::make_shared<AvgPool2d>(kernel()[0], stride()[0], padding()[0], ceil_mode_, count_include_pad_);
+    return std::make_shared<AvgPool2d>(kernel()[0], stride()[0], padding()[0], ceil_mode_, count_include_pad_,
+                                       divisor_override_);
   }
 
  private:
   std::string describe_options() const override;
   bool ceil_mode_, count_include_pad_;
+  std::optional<int64_t> divisor_override_;
 };
 
 class AdaptiveAvgPool2d : public Layer {

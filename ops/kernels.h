@@ -248,12 +248,14 @@ using Conv2dChannelsLastFn = bool (*)(const Conv2dGeometry& g);
 // ---- pooling (ops/pool.cpp; CPU kernels in ops/cpu/pool.cpp)
 // x [N, C, H, W] -> y [N, C, OH, OW], contiguous. Max: window (oh, ow) has kH x kW taps dh/dw apart
 // starting at (oh*sh - ph, ow*sw - pw), clipped to the input. Avg: PyTorch's windows and divisors
-// (count_include_pad: divide by the window clipped to the padded input); adaptive: rows
+// (count_include_pad: divide by the window clipped to the padded input; a non-zero divisor_override
+// replaces the divisor of every window); adaptive: rows
 // floor(oh*H/OH) .. ceil((oh+1)*H/OH), likewise columns (kernel, stride and padding unused).
 struct Pool2dGeometry {
   int64_t N = 0, C = 0, H = 0, W = 0, OH = 0, OW = 0;
   int64_t kH = 1, kW = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
   bool count_include_pad = true;
+  int64_t divisor_override = 0;  // average pool: 0 none, else the divisor of every window
   bool adaptive = false;
 };
 // The window of output (oh, ow): rows [hs, he), columns [ws, we).
@@ -278,6 +280,7 @@ MINIDL_HOST_DEVICE inline PoolWindow avg_pool_window(const Pool2dGeometry& g, in
   ws = ws > 0 ? ws : 0;
   he = he < g.H ? he : g.H;
   we = we < g.W ? we : g.W;
+  if (g.divisor_override != 0) return {hs, he, ws, we, static_cast<double>(g.divisor_override)};
   return {hs, he, ws, we, static_cast<double>(g.count_include_pad ? pool_size : (he - hs) * (we - ws))};
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <optional>
 
 #include "framework/generator.h"
 #include "ops/tensor.h"
@@ -46,8 +47,11 @@ Tensor max_pool2d(const Tensor& x, Size2 kernel_size, Size2 stride = {0, 0}, Siz
                   Size2 dilation = {1, 1}, bool ceil_mode = false);
 MaxPoolResult max_pool2d_with_indices(const Tensor& x, Size2 kernel_size, Size2 stride = {0, 0},
                                       Size2 padding = {0, 0}, Size2 dilation = {1, 1}, bool ceil_mode = false);
+// divisor_override (PyTorch's): when given, every window's sum is divided by it instead of the
+// window's size (forward and backward); it must not be 0 (negative values are taken, as PyTorch).
 Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, Size2 stride = {0, 0}, Size2 padding = {0, 0},
-                  bool ceil_mode = false, bool count_include_pad = true);
+                  bool ceil_mode = false, bool count_include_pad = true,
+                  std::optional<int64_t> divisor_override = std::nullopt);
 Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size);
 
 // ---- normalization (ops/batch_norm.cpp)

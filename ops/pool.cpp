@@ -1,6 +1,6 @@
 // Pooling: max_pool2d (+ indices), avg_pool2d and adaptive_avg_pool2d, with PyTorch's output sizes
-// (ceil_mode included), windows and divisors. Autocast policy: None (declared below, so
-// that a policy override applies). Every backward is a differentiable op:
+// (ceil_mode included), windows and divisors (divisor_override included). Autocast policy: None
+// (declared below, so that a policy override applies). Every backward is a differentiable op:
 // the max-pool backward scatters by the saved indices and its own derivative gathers by them; the
 // average-pool backward is the adjoint of the (linear) forward and vice versa. So second order works.
 #include "ops/common.h"
@@ -143,15 +143,18 @@ Tensor max_pool2d(const Tensor& x, Size2 kernel, Size2 stride, Size2 padding, Si
   return max_pool2d_with_indices(x, kernel, stride, padding, dilation, ceil_mode).values;
 }
 
-Tensor avg_pool2d(const Tensor& x_arg, Size2 kernel, Size2 stride, Size2 padding, bool ceil_mode, bool count_include_pad) {
+Tensor avg_pool2d(const Tensor& x_arg, Size2 kernel, Size2 stride, Size2 padding, bool ceil_mode, bool count_include_pad,
+                  std::optional<int64_t> divisor_override) {
   const char* op = "avg_pool2d";
   amp::AutocastInputs in(kAvgPool2d, {x_arg});
   const Tensor& x_in = in[0];
   check_input(op, x_in);
+  MINIDL_CHECK(divisor_override.value_or(1) != 0, op, "divisor must be not zero");
   const bool batched = x_in.dim() == 4;
   Tensor x = batched ? x_in : x_in.unsqueeze(0);
   Pool2dGeometry g = pool_geometry(op, x_in, x, kernel, stride, padding, {1, 1}, ceil_mode, false);
   g.count_include_pad = count_include_pad;
+  g.divisor_override = divisor_override.value_or(0);
   Tensor y = avg_forward("AvgPool2DBackward", x, g);
   return batched ? y : y.squeeze(0);
 }

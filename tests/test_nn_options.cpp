@@ -1,7 +1,9 @@
 // PyTorch's layer options beyond the defaults, against torch 1.13's numbers (probed with
 // /usr/bin/python3, kept here as literals): BatchNorm1d/2d with track_running_stats=False,
-// affine=False and momentum=None (state dicts, save/load, clone_structure, describe()), and the
-// functional batch_norm with eps=0 (values, gradients, gradient checks in f64).
+// affine=False and momentum=None (state dicts, save/load, clone_structure, describe()), the
+// functional batch_norm with eps=0 (values, gradients, gradient checks in f64), and avg_pool2d /
+// AvgPool2d with divisor_override (forward, backward, gradient checks in f64, f16/bf16 with
+// dtype-derived tolerances).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -228,4 +230,108 @@ TEST_CASE("batch_norm with eps = 0: finite-difference gradient checks in f64, fi
     INFO(c.name);
     CHECK(testing::run_case(c) == "");
   }
+}
+
+// ======================================================================== avg_pool2d divisor_override
+
+TEST_CASE("avg_pool2d with divisor_override divides every window by it, forward and backward, as PyTorch",
+          "[pool][options]") {
+  // x = arange(1, 26) as [1, 1, 5, 5] in f64, gy = arange(1, numel + 1); torch's output and x.grad.
+  struct Case {
+    Size2 k, s, p;
+    bool ceil_mode, count_include_pad;
+    int64_t divisor;
+    std::vector<double> y, gx;
+  };
+  const std::vector<Case> cases = {
+      {{2, 2}, {0, 0}, {0, 0}, false, true, 3, {5.333333333333333, 8.0, 18.666666666666668, 21.333333333333332},
+       {0.3333333333333333, 0.3333333333333333, 0.6666666666666666, 0.6666666666666666, 0.0, 0.3333333333333333,
+        0.3333333333333333, 0.6666666666666666, 0.6666666666666666, 0.0, 1.0, 1.0, 1.3333333333333333, 1.3333333333333333,
+        0.0, 1.0, 1.0, 1.3333333333333333, 1.3333333333333333, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0}},
+      {{3, 3}, {2, 2}, {1, 1}, false, true, 2, {8.0, 16.5, 14.0, 34.5, 58.5, 43.5, 38.0, 61.5, 44.0},
+       {0.5, 1.5, 1.0, 2.5, 1.5, 2.5, 6.0, 3.5, 8.0, 4.5, 2.0, 4.5, 2.5, 5.5, 3.0, 5.5, 12.0, 6.5, 14.0, 7.5, 3.5, 7.5, 4.0, 8.5, 4.5}},
+      // count_include_pad false and ceil_mode change nothing: the override wins.
+      {{3, 3}, {2, 2}, {1, 1}, true, false, 5, {3.2, 6.6, 5.6, 13.8, 23.4, 17.4, 15.2, 24.6, 17.6},
+       {0.2, 0.6000000000000001, 0.4, 1.0, 0.6, 1.0, 2.4000000000000004, 1.4, 3.2, 1.7999999999999998, 0.8, 1.8, 1.0, 2.2,
+        1.2, 2.2, 4.800000000000001, 2.6, 5.6000000000000005, 3.0, 1.4, 3.0, 1.6, 3.4000000000000004, 1.8}},
+      // A negative divisor is taken as it is.
+      {{2, 2}, {0, 0}, {0, 0}, false, true, -2, {-8.0, -12.0, -28.0, -32.0},
+       {-0.5, -0.5, -1.0, -1.0, 0.0, -0.5, -0.5, -1.0, -1.0, 0.0, -1.5, -1.5, -2.0, -2.0, 0.0, -1.5, -1.5, -2.0, -2.0, 0.0,
+        0.0, 0.0, 0.0, 0.0, 0.0}},
+  };
+  std::vector<double> xs(25);
+  for (int i = 0; i < 25; ++i) xs[i] = i + 1;
+  for (const Case& c : cases) {
+    INFO("kernel " << c.k[0] << " stride " << c.s[0] << " padding " << c.p[0] << " divisor " << c.divisor);
+    Tensor x = leaf(xs, {1, 1, 5, 5}, DType::F64);
+    Tensor y = avg_pool2d(x, c.k, c.s, c.p, c.ceil_mode, c.count_include_pad, c.divisor);
+    check_values(y, c.y, 0, "output");
+    std::vector<double> g(static_cast<size_t>(y.numel()));
+    for (size_t i = 0; i < g.size(); ++i) g[i] = static_cast<double>(i + 1);
+    y.backward(from_vector(g, y.shape()));
+    check_values(x.grad(), c.gx, 4 * traits(DType::F64).eps, "grad x");
+  }
+  // f32, batched and unbatched ([C, H, W]): torch's f32 results.
+  Tensor xf = from_vector<float>({0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f, 0.9f}, {1, 1, 3, 3});
+  check_values(avg_pool2d(xf, {2, 2}, {1, 1}, {0, 0}, false, true, 3),
+               {0.4000000059604645, 0.5333333611488342, 0.7999999523162842, 0.9333333969116211}, 0, "f32");
+  Tensor xu = from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 3, 3});
+  Tensor yu = avg_pool2d(xu, {2, 2}, {1, 1}, {0, 0}, false, true, 3);
+  CHECK(yu.shape() == Shape{1, 2, 2});
+  check_values(yu, {4.0, 5.333333492279053, 8.0, 9.333333015441895}, 0, "f32 unbatched");
+  // Zero is refused, naming the op, in PyTorch's words.
+  CHECK_THROWS_WITH(avg_pool2d(xf, {2, 2}, {0, 0}, {0, 0}, false, true, 0),
+                    Catch::Contains("avg_pool2d") && Catch::Contains("divisor must be not zero"));
+}
+
+TEST_CASE("avg_pool2d with divisor_override in f16 and bf16 against f64", "[pool][options][low_precision]") {
+  Tensor x = randn({2, 3, 7, 6}, DType::F64);
+  Tensor gy64 = randn({2, 3, 4, 3}, DType::F64);
+  for (DType dt : {DType::F16, DType::BF16}) {
+    INFO(dtype_name(dt));
+    // Both sides from the same rounded inputs; the low-precision side sums in f32 and rounds once.
+    Tensor xl = x.to(dt).requires_grad_(), xr = xl.detach().to(DType::F64).requires_grad_();
+    Tensor gy = gy64.to(dt);
+    Tensor yl = avg_pool2d(xl, {3, 3}, {2, 2}, {1, 1}, false, true, 5);
+    // f64 reference without the override: every window's own divisor is 9 here (count_include_pad
+    // without ceil_mode), so dividing by 5 instead scales the plain average by 9/5.
+    Tensor yr = mul(avg_pool2d(xr, {3, 3}, {2, 2}, {1, 1}), 9.0 / 5.0);
+    yl.backward(gy);
+    yr.backward(gy.to(DType::F64));
+    CHECK(yl.dtype() == dt);
+    CHECK(xl.grad().dtype() == dt);
+    // Values are O(1) sums of at most 9 terms: half an ulp of the output plus f32 roundings.
+    const double tol = 0.5 * traits(dt).eps + 16 * traits(DType::F32).eps;
+    check_values(yl, values(yr), tol * 4, "output");
+    check_values(xl.grad(), values(xr.grad()), tol * 4, "grad x");
+  }
+}
+
+TEST_CASE("avg_pool2d with divisor_override: finite-difference gradient checks in f64, first and second order",
+          "[pool][options][grad]") {
+  const std::vector<GradCase> cases = {
+      {.name = "k3 s2 p1 divisor 7", .shapes = {{2, 2, 5, 6}},
+       .fn = [](const TL& v) { return avg_pool2d(v[0], {3, 3}, {2, 2}, {1, 1}, false, true, 7); }},
+      {.name = "k2 ceil, no count_include_pad, divisor -3, squared", .shapes = {{1, 3, 5, 5}},
+       .fn = [](const TL& v) {
+         Tensor y = avg_pool2d(v[0], {2, 2}, {2, 2}, {1, 1}, true, false, -3);
+         return mul(y, y);
+       }},
+  };
+  for (const GradCase& c : cases) {
+    INFO(c.name);
+    CHECK(testing::run_case(c) == "");
+  }
+}
+
+TEST_CASE("nn::AvgPool2d takes divisor_override: forward, describe and clone_structure", "[nn][pool][options]") {
+  nn::AvgPool2d pool(3, 2, 1, false, true, 4);
+  CHECK(pool.describe() == "AvgPool2d(3x3, stride 2, padding 1, divisor_override 4)");
+  CHECK(pool.clone_structure()->describe() == pool.describe());
+  CHECK(nn::AvgPool2d(2).describe() == "AvgPool2d(2x2, stride 2)");
+  Tensor x = randn({2, 3, 7, 7});
+  CHECK(values(pool.forward(x)) == values(avg_pool2d(x, {3, 3}, {2, 2}, {1, 1}, false, true, 4)));
+  CHECK(values(pool.forward(x)) != values(avg_pool2d(x, {3, 3}, {2, 2}, {1, 1})));
+  nn::AvgPool2d zero(2, 0, 0, false, true, 0);
+  CHECK_THROWS_WITH(zero.forward(x), Catch::Contains("divisor must be not zero"));
 }
