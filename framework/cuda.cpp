@@ -38,5 +38,6 @@ MemoryStats memory_stats(int) { return {}; }
 void reset_peak_memory_stats(int) {}
 void empty_cache() {}
 void synchronize(int) {}
+int64_t host_sync_count() { return 0; }
 }  // namespace minidl::cuda
 #endif

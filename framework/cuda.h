@@ -60,6 +60,11 @@ void reset_peak_memory_stats(int device = 0);
 void empty_cache();
 // Waits until all work queued on `device`'s stream has finished (-1: every device). No-op without GPU.
 void synchronize(int device = -1);
+// How many times the host has waited for a device's whole stream to drain since the process
+// started: synchronize(), every read of device memory into host memory (item(), to_vector(),
+// to(cpu)) and copies between two GPUs (not an upload's wait for its pinned staging buffer). Lets
+// a test check that work is queued without waiting. 0 without the backend.
+int64_t host_sync_count();
 
 // "1.50 MiB (1572864 bytes)": how allocator messages print sizes.
 std::string format_bytes(size_t bytes);

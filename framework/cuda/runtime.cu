@@ -3,6 +3,7 @@
 // The core floor: no ops (their CUDA kernels register in ops/cuda/register.cu).
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -99,7 +100,16 @@ DeviceGuard::~DeviceGuard() {
   if (prev_ >= 0 && cudaSetDevice(prev_) == cudaSuccess) current_device = prev_;
 }
 
-void sync_stream(int device) { MINIDL_CUDA_CHECK(cudaStreamSynchronize(stream(device))); }
+namespace {
+std::atomic<int64_t> host_syncs{0};
+}
+
+void sync_stream(int device) {
+  host_syncs.fetch_add(1, std::memory_order_relaxed);
+  MINIDL_CUDA_CHECK(cudaStreamSynchronize(stream(device)));
+}
+
+int64_t host_sync_count() { return host_syncs.load(std::memory_order_relaxed); }
 
 void synchronize(int device) {
   if (!is_available()) return;
