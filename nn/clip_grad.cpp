@@ -1,5 +1,6 @@
 // Gradient clipping: the norm of all gradients and their scaling are one foreach call each
-// (ops/foreach.h); clamping goes through the clamp op.
+// (ops/foreach.h), the clip coefficient a few ops on a 0-dim tensor, all on the gradients' device;
+// clamping goes through the clamp op.
 #include "nn/clip_grad.h"
 
 #include <cmath>
@@ -23,20 +24,28 @@ std::vector<Tensor> grads_of(const std::vector<Tensor>& parameters) {
 }
 }  // namespace
 
-double grad_norm(const std::vector<Tensor>& parameters, double norm_type) {
+Tensor grad_norm(const std::vector<Tensor>& parameters, double norm_type) {
   MINIDL_CHECK(norm_type > 0, "clip_grad_norm_", "norm_type must be positive (or infinity), got ", norm_type);
   NoGradGuard ng;
-  return foreach_total_norm(grads_of(parameters), norm_type);
+  const std::vector<Tensor> grads = grads_of(parameters);
+  if (grads.empty()) return scalar_tensor(0.0);  // torch.tensor(0.)
+  DType dtype = grads[0].dtype();
+  for (const Tensor& g : grads) dtype = promote_types(dtype, g.dtype());
+  return cast(foreach_total_norm(grads, norm_type), dtype);
 }
 
-double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type, bool error_if_nonfinite) {
-  const double total = grad_norm(parameters, norm_type);
-  if (error_if_nonfinite && !std::isfinite(total))
+Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type, bool error_if_nonfinite) {
+  const Tensor total = grad_norm(parameters, norm_type);
+  const std::vector<Tensor> grads = grads_of(parameters);
+  if (grads.empty()) return total;
+  if (error_if_nonfinite && !std::isfinite(total.item()))
     MINIDL_FAIL("clip_grad_norm_", "The total norm of order ", norm_type,
                 " for gradients from `parameters` is non-finite, so it cannot be clipped. To disable this error and "
                 "scale the gradients by the non-finite norm anyway, set `error_if_nonfinite=False`");
-  const double coef = max_norm / (total + 1e-6);
-  if (coef < 1.0 || std::isnan(coef)) foreach_mul_(grads_of(parameters), coef);
+  NoGradGuard ng;
+  const Tensor shifted = add(total, 1e-6);
+  const Tensor coef = clamp(mul(div(ones_like(shifted), shifted), max_norm), std::nullopt, 1.0);  // NaN stays NaN
+  foreach_mul_(grads, coef);
   return total;
 }
 

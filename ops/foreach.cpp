@@ -8,6 +8,7 @@
 
 #include "framework/grad_mode.h"
 #include "framework/error.h"
+#include "ops/ops.h"
 
 namespace minidl {
 
@@ -70,16 +71,23 @@ struct Staged {
   }
 };
 
-// Per tensor: sum |x|^p, or max |x| when p is infinite.
-std::vector<double> norm_partials(const char* op, const std::vector<Tensor>& tensors, double p) {
+// One (device, dtype) group's per-tensor sums |x|^p (or max |x| when p is infinite): an f64
+// [members] tensor on the group's device, and the members' indices in the list.
+struct GroupNorms {
+  std::vector<size_t> idx;
+  Tensor partials;
+};
+
+std::vector<GroupNorms> norm_partials(const char* op, const std::vector<Tensor>& tensors, double p) {
   MINIDL_CHECK(p > 0, op, "norm_type must be positive (or infinity), got ", p);
   check_floating(op, "tensors", tensors);
   NoGradGuard ng;
-  std::vector<double> out(tensors.size(), 0.0), part;
-  for (const auto& idx : groups_of(tensors)) {
+  std::vector<GroupNorms> out;
+  for (auto& idx : groups_of(tensors)) {
     const Tensor& first = tensors[idx[0]];
-    K().foreach_norm.get(first.device(), first.dtype(), op)(Staged(tensors, idx).work, p, part);
-    for (size_t k = 0; k < idx.size(); ++k) out[idx[k]] = part[k];
+    Tensor partials = empty({static_cast<int64_t>(idx.size())}, TensorOptions(DType::F64).device(first.device()));
+    K().foreach_norm.get(first.device(), first.dtype(), op)(Staged(tensors, idx).work, p, partials);
+    out.push_back({std::move(idx), partials});
   }
   return out;
 }
@@ -108,19 +116,27 @@ std::vector<NonFiniteCount> foreach_non_finite_check_and_unscale_(const std::vec
 }
 
 std::vector<double> foreach_norm(const std::vector<Tensor>& tensors, double p) {
-  std::vector<double> norms = norm_partials("foreach_norm", tensors, p);
-  for (double& n : norms) n = root(n, p);
+  std::vector<double> norms(tensors.size(), 0.0);
+  for (const GroupNorms& g : norm_partials("foreach_norm", tensors, p)) {
+    const std::vector<double> h = g.partials.to_vector<double>();  // the host reads the values
+    for (size_t k = 0; k < g.idx.size(); ++k) norms[g.idx[k]] = root(h[k], p);
+  }
   return norms;
 }
 
-double foreach_total_norm(const std::vector<Tensor>& tensors, double p) {
-  const bool inf = std::isinf(p);
-  double acc = 0.0;
-  for (double part : norm_partials("foreach_total_norm", tensors, p)) {
-    if (inf) acc = (std::isnan(part) || part > acc) ? part : acc;
-    else acc += part;
-  }
-  return root(acc, p);
+Tensor foreach_total_norm(const std::vector<Tensor>& tensors, double p) {
+  std::vector<GroupNorms> groups = norm_partials("foreach_total_norm", tensors, p);
+  NoGradGuard ng;
+  if (groups.empty()) return scalar_tensor(0.0, DType::F64);
+  const Device dev = tensors[0].device();
+  std::vector<Tensor> parts;
+  for (const GroupNorms& g : groups) parts.push_back(g.partials.to(dev));
+  const Tensor all = parts.size() == 1 ? parts[0] : cat(parts);
+  if (std::isinf(p)) return max(all);  // NaN wins, as in each partial
+  const Tensor sum_p = sum(all);
+  if (p == 1.0) return sum_p;
+  if (p == 2.0) return sqrt(sum_p);
+  return pow(sum_p, 1.0 / p);
 }
 
 void foreach_mul_(const std::vector<Tensor>& tensors, double factor) {
@@ -131,6 +147,23 @@ void foreach_mul_(const std::vector<Tensor>& tensors, double factor) {
     const Tensor& first = tensors[idx[0]];
     const Staged s(tensors, idx);
     K().foreach_scale.get(first.device(), first.dtype(), op)(s.work, factor);
+    s.commit();
+  }
+}
+
+void foreach_mul_(const std::vector<Tensor>& tensors, const Tensor& scalar) {
+  constexpr const char* op = "foreach_mul_";
+  check_floating(op, "tensors", tensors);
+  MINIDL_CHECK(scalar.defined(), op, "the scalar is an undefined tensor");
+  MINIDL_CHECK(scalar.dim() == 0 && scalar.is_floating_point(), op,
+               "the scalar must be a 0-dim floating tensor, got ", scalar.meta_str());
+  NoGradGuard ng;
+  for (const auto& idx : groups_of(tensors)) {
+    const Tensor& first = tensors[idx[0]];
+    // As PyTorch's in-place t.mul_(scalar): the scalar in t's dtype, moved to t's device (no wait).
+    const Tensor s_on = cast(scalar.detach(), first.dtype()).to(first.device()).contiguous();
+    const Staged s(tensors, idx);
+    K().foreach_scale_by_tensor.get(first.device(), first.dtype(), op)(s.work, s_on);
     s.commit();
   }
 }

@@ -22,14 +22,20 @@ std::vector<NonFiniteCount> foreach_non_finite_check_and_unscale_(const std::vec
                                                                   bool count = false);
 
 // The p-norm of each tensor (p > 0, or infinity for max |x|), computed in double; 0 for an empty
-// tensor; NaN when a tensor holds NaN.
+// tensor; NaN when a tensor holds NaN. Returns host values, so it waits for the device.
 std::vector<double> foreach_norm(const std::vector<Tensor>& tensors, double p);
-// The p-norm of all elements of all tensors together (clip_grad_norm_'s total): the per-tensor
-// sums of |x|^p (or maxima) combined in list order, then rooted.
-double foreach_total_norm(const std::vector<Tensor>& tensors, double p);
+// The p-norm of all elements of all tensors together (clip_grad_norm_'s total) as a 0-dim f64
+// tensor on tensors[0]'s device, computed there without a host synchronisation: the per-tensor
+// sums of |x|^p in double (or maxima, NaN winning), combined (those of other devices moved to
+// tensors[0]'s), then rooted. An empty list gives 0 on the CPU.
+Tensor foreach_total_norm(const std::vector<Tensor>& tensors, double p);
 
-// t *= factor for every tensor.
+// t *= factor for every tensor (factor converted to the compute type).
 void foreach_mul_(const std::vector<Tensor>& tensors, double factor);
+// t *= scalar for every tensor (PyTorch's _foreach_mul_(tensors, Tensor)): scalar is a 0-dim
+// floating tensor, converted to each group's dtype and moved to its device (as t.mul_(scalar)
+// converts it), and read there by the kernel: no host synchronisation.
+void foreach_mul_(const std::vector<Tensor>& tensors, const Tensor& scalar);
 
 // One SGD step (optim/sgd.h's update) for every parameter; grads have their parameter's shape,
 // device and dtype; momentum_buffers is one per parameter when h.momentum != 0, else empty.

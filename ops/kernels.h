@@ -182,11 +182,16 @@ struct NonFiniteCount {
 using ForeachUnscaleFn = void (*)(const std::vector<Tensor>& tensors, float inv_scale, bool count,
                                   std::vector<NonFiniteCount>& out);
 // out[i] <- sum over tensor i of |x|^p, or max |x| when p is infinite (NaN propagates; 0 for an
-// empty tensor), accumulated in f64 (on CUDA: one partial per chunk, summed in order on the host).
-// Not rooted: callers combine tensors, then take the root.
-using ForeachNormFn = void (*)(const std::vector<Tensor>& tensors, double p, std::vector<double>& out);
+// empty tensor), accumulated in f64. out: a contiguous f64 [tensors] tensor on the tensors' device,
+// written there (on CUDA: one partial per chunk, combined per tensor in chunk order by a second
+// kernel; no host synchronisation). Not rooted: callers combine tensors, then take the root.
+using ForeachNormFn = void (*)(const std::vector<Tensor>& tensors, double p, const Tensor& out);
 // t *= factor in place for every tensor (factor converted to the compute type).
 using ForeachScaleFn = void (*)(const std::vector<Tensor>& tensors, double factor);
+// t *= scalar in place for every tensor; scalar: a contiguous 0-dim tensor of the tensors' dtype and
+// device, read by the kernel where it lies (device memory on CUDA: no host synchronisation), widened
+// to the compute type.
+using ForeachScaleByTensorFn = void (*)(const std::vector<Tensor>& tensors, const Tensor& scalar);
 
 // SGD step over lists of parameters, gradients (same dtype) and momentum buffers (empty list when
 // momentum is 0); the update of optim/sgd.h. first_step: the buffers are new (buf = d).
@@ -341,6 +346,7 @@ struct Registry {
   KernelTable<ForeachUnscaleFn> foreach_unscale{"foreach_non_finite_check_and_unscale_"};
   KernelTable<ForeachNormFn> foreach_norm{"foreach_norm"};
   KernelTable<ForeachScaleFn> foreach_scale{"foreach_mul_"};
+  KernelTable<ForeachScaleByTensorFn> foreach_scale_by_tensor{"foreach_mul_"};
   KernelTable<ForeachSgdFn> foreach_sgd{"foreach_sgd_"};
   KernelTable<ForeachAdamFn> foreach_adam{"foreach_adam_"};
 };
@@ -398,6 +404,7 @@ void for_each_table(R& r, Fn&& fn) {
   MINIDL_KERNEL_TABLE(foreach_unscale)
   MINIDL_KERNEL_TABLE(foreach_norm)
   MINIDL_KERNEL_TABLE(foreach_scale)
+  MINIDL_KERNEL_TABLE(foreach_scale_by_tensor)
   MINIDL_KERNEL_TABLE(foreach_sgd)
   MINIDL_KERNEL_TABLE(foreach_adam)
 #undef MINIDL_KERNEL_TABLE

@@ -1,11 +1,12 @@
 // The foreach kernel families (ops/foreach.h) against per-tensor references built from ordinary
 // ops in f64: unscale-and-check (with per-tensor inf/NaN flags and counts), norms (p = 1, 2, inf,
-// general p, per tensor and joint), the in-place multiply, and the SGD and Adam/AdamW steps. Lists
-// mix sizes (empty, one element, several chunks) and a non-contiguous view; each dtype the kernels
-// support is checked on the CPU and, when one is present, on the GPU. Tolerances come from the
-// dtype traits: a result is computed in its compute type from the same rounded inputs as the f64
-// reference and rounded once. Also: a CUDA kernel exists for every CPU one in a CUDA build, lists
-// mixing dtypes are grouped correctly, and bad arguments throw errors naming the op.
+// general p, per tensor and joint), the in-place multiply (by a double or a 0-dim tensor), and the
+// SGD and Adam/AdamW steps. Lists mix sizes (empty, one element, several chunks) and a
+// non-contiguous view; each dtype the kernels support is checked on the CPU and, when one is
+// present, on the GPU. Tolerances come from the dtype traits: a result is computed in its compute
+// type from the same rounded inputs as the f64 reference and rounded once. Also: a CUDA kernel
+// exists for every CPU one in a CUDA build, lists mixing dtypes are grouped correctly, and bad
+// arguments throw errors naming the op.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -94,6 +95,7 @@ TEST_CASE("foreach: every CPU kernel family has a CUDA kernel where CUDA runs", 
     CHECK(r.foreach_unscale.has(DeviceType::CPU, dt));
     CHECK(r.foreach_norm.has(DeviceType::CPU, dt));
     CHECK(r.foreach_scale.has(DeviceType::CPU, dt));
+    CHECK(r.foreach_scale_by_tensor.has(DeviceType::CPU, dt));
     CHECK(r.foreach_sgd.has(DeviceType::CPU, dt));
     CHECK(r.foreach_adam.has(DeviceType::CPU, dt));
     if (!cuda::is_available()) {
@@ -103,6 +105,7 @@ TEST_CASE("foreach: every CPU kernel family has a CUDA kernel where CUDA runs", 
     CHECK(r.foreach_unscale.has(DeviceType::CUDA, dt));
     CHECK(r.foreach_norm.has(DeviceType::CUDA, dt));
     CHECK(r.foreach_scale.has(DeviceType::CUDA, dt));
+    CHECK(r.foreach_scale_by_tensor.has(DeviceType::CUDA, dt));
     CHECK(r.foreach_sgd.has(DeviceType::CUDA, dt));
     CHECK(r.foreach_adam.has(DeviceType::CUDA, dt));
   }
@@ -161,7 +164,7 @@ TEST_CASE("foreach norm: per-tensor and joint p-norms match the f64 reduction op
         std::vector<Tensor> flat;
         for (const Tensor& a : r) flat.push_back(a.contiguous().flatten());
         const double total = reference(cat(flat));
-        CHECK(std::abs(foreach_total_norm(x, p) - total) <= 1e-12 * total);
+        CHECK(std::abs(foreach_total_norm(x, p).item() - total) <= 1e-12 * total);
       }
       // Non-finite values: NaN wins over everything, inf otherwise.
       std::vector<Tensor> bad = {x[3].clone(), x[4].clone()};
@@ -172,7 +175,7 @@ TEST_CASE("foreach norm: per-tensor and joint p-norms match the f64 reduction op
         const std::vector<double> norms = foreach_norm(bad, p);
         CHECK(std::isinf(norms[0]));
         CHECK(std::isnan(norms[1]));
-        CHECK(std::isnan(foreach_total_norm(bad, p)));
+        CHECK(std::isnan(foreach_total_norm(bad, p).item()));
       }
     }
 }
@@ -185,6 +188,27 @@ TEST_CASE("foreach mul_: every tensor times one scalar", "[foreach][clip]") {
       foreach_mul_(x, 0.37);
       for (size_t i = 0; i < x.size(); ++i) check_close(x[i], mul(r[i], 0.37), "mul_ " + where(dev, dt), 1);
     }
+}
+
+TEST_CASE("foreach mul_ by a 0-dim tensor: the scalar in each tensor's dtype, read where the tensors are", "[foreach][clip]") {
+  for (Device dev : devices())
+    for (DType dt : kFloating) {
+      const std::vector<Tensor> x = make_list(dt, dev, 4, -5, 5, true);
+      const std::vector<Tensor> r = f64(x);
+      // As t.mul_(s): the f64 scalar is rounded to t's dtype first (0.37 in f16/bf16 is not 0.37).
+      const double used = scalar_tensor(0.37, DType::F64).to(dt).item();
+      foreach_mul_(x, scalar_tensor(0.37, TensorOptions(DType::F64).device(dev)));
+      for (size_t i = 0; i < x.size(); ++i) check_close(x[i], mul(r[i], used), "mul_ by a tensor " + where(dev, dt), 1);
+    }
+  // Two dtype groups and a scalar on the CPU: each group gets it in its own dtype and on its device.
+  for (Device dev : devices()) {
+    const std::vector<Tensor> x = {random_tensor({50}, 70, -2, 2).to(DType::BF16).to(dev),
+                                   random_tensor({20}, 71, -2, 2).to(DType::F32).to(dev)};
+    const std::vector<Tensor> r = f64(x);
+    foreach_mul_(x, scalar_tensor(1.0 / 3.0, DType::F64));
+    check_close(x[0], mul(r[0], scalar_tensor(1.0 / 3.0).to(DType::BF16).item()), "bf16 group " + dev.str(), 1);
+    check_close(x[1], mul(r[1], static_cast<double>(1.0f / 3.0f)), "f32 group " + dev.str(), 1);
+  }
 }
 
 namespace {
@@ -334,6 +358,9 @@ TEST_CASE("foreach: bad arguments throw errors naming the op", "[foreach][errors
     }
   };
   throws_naming([&] { foreach_mul_({ones({2}, TensorOptions(DType::I64))}, 2.0); }, "foreach_mul_");
+  throws_naming([&] { foreach_mul_({a}, ones({1})); }, "foreach_mul_");                      // not 0-dim
+  throws_naming([&] { foreach_mul_({a}, scalar_tensor(2, DType::I64)); }, "foreach_mul_");  // not floating
+  throws_naming([&] { foreach_mul_({a}, Tensor()); }, "foreach_mul_");
   throws_naming([&] { foreach_norm({a}, 0.0); }, "foreach_norm");
   throws_naming([&] { foreach_non_finite_check_and_unscale_({Tensor()}, 1.0f); }, "foreach_non_finite_check_and_unscale_");
   const SgdHyper momentum{0.1, 0.9, 0.0, 0.0, false, false};

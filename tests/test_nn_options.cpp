@@ -1,9 +1,10 @@
 // PyTorch's layer options beyond the defaults, against torch 1.13's numbers (probed with
 // /usr/bin/python3, kept here as literals): BatchNorm1d/2d with track_running_stats=False,
 // affine=False and momentum=None (state dicts, save/load, clone_structure, describe()), the
-// functional batch_norm with eps=0 (values, gradients, gradient checks in f64), and avg_pool2d /
-// AvgPool2d with divisor_override (forward, backward, gradient checks in f64, f16/bf16 with
-// dtype-derived tolerances).
+// functional batch_norm with eps=0, avg_pool2d / AvgPool2d with divisor_override (forward, backward,
+// gradient checks in f64, f16/bf16 with dtype-derived tolerances), and clip_grad_norm_ returning
+// the total norm as a 0-dim tensor in the gradients' dtype and scaling by a coefficient computed on
+// the gradients' device ([cuda]: against the CPU, and without any host synchronisation).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -11,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "cuda_checks.h"
+#include "framework/cuda.h"
 #include "gradcheck.h"
 #include "minidl.h"
 #include "temp_dir.h"
@@ -334,4 +337,176 @@ TEST_CASE("nn::AvgPool2d takes divisor_override: forward, describe and clone_str
   CHECK(values(pool.forward(x)) != values(avg_pool2d(x, {3, 3}, {2, 2}, {1, 1})));
   nn::AvgPool2d zero(2, 0, 0, false, true, 0);
   CHECK_THROWS_WITH(zero.forward(x), Catch::Contains("divisor must be not zero"));
+}
+
+// ======================================================================== clip_grad_norm_
+
+namespace {
+// Parameters whose gradients are the given values, in dtype dt on dev.
+std::vector<Tensor> params_with_grads(const std::vector<std::vector<double>>& grads, DType dt, Device dev = Device::cpu()) {
+  std::vector<Tensor> ps;
+  for (const auto& g : grads) {
+    Tensor p = zeros({static_cast<int64_t>(g.size())}, TensorOptions(dt).device(dev)).requires_grad_();
+    p.set_grad(from_vector(g).to(dt).to(dev));
+    ps.push_back(p);
+  }
+  return ps;
+}
+const std::vector<std::vector<double>> kGrads = {{0.3, -1.7, 2.2}, {0.05, 4.1}};
+}  // namespace
+
+TEST_CASE("clip_grad_norm_ returns the total norm as a 0-dim tensor in the gradients' dtype and clips as PyTorch",
+          "[nn][clip][options]") {
+  // torch.nn.utils.clip_grad_norm_(params, 1.25, norm_type) on the gradients kGrads: the total, then
+  // the clipped gradients, flattened.
+  struct Want {
+    DType dt;
+    double norm_type, total;
+    std::vector<double> grads;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<Want> wants = {
+      {DType::F32, 2.0, 4.963114261627197,
+       {0.07555738091468811, -0.4281584918498993, 0.5540874600410461, 0.012592896819114685, 1.0326175689697266}},
+      {DType::F32, 1.0, 8.350000381469727,
+       {0.04491017758846283, -0.25449100136756897, 0.3293412923812866, 0.00748502928763628, 0.6137723922729492}},
+      {DType::F32, 3.0, 4.388350009918213,
+       {0.08545351773500443, -0.48423659801483154, 0.6266591548919678, 0.014242253266274929, 1.1678646802902222}},
+      {DType::F32, inf, 4.099999904632568,
+       {0.09146340191364288, -0.5182926058769226, 0.6707316040992737, 0.015243900008499622, 1.249999761581421}},
+      {DType::F64, 2.0, 4.963113941871574,
+       {0.07555738772767344, -0.4281585304568161, 0.5540875100029385, 0.01259289795461224, 1.0326176322782035}},
+      {DType::F64, 1.0, 8.35,
+       {0.04491017426225458, -0.2544909874861093, 0.32934127792320034, 0.007485029043709098, 0.6137723815841459}},
+      {DType::F64, 3.0, 4.3883494295618295,
+       {0.08545352200540722, -0.48423662469730755, 0.6266591613729863, 0.01424225366756787, 1.1678648007405652}},
+      {DType::F64, inf, 4.1,
+       {0.09146339232600187, -0.5182925565140106, 0.6707315437240138, 0.015243898721000314, 1.2499996951220256}},
+  };
+  for (const Want& w : wants) {
+    INFO(dtype_name(w.dt) << " norm_type " << w.norm_type);
+    std::vector<Tensor> ps = params_with_grads(kGrads, w.dt);
+    const Tensor total = nn::utils::clip_grad_norm_(ps, 1.25, w.norm_type);
+    CHECK(total.dim() == 0);
+    CHECK(total.dtype() == w.dt);
+    CHECK(total.device() == Device::cpu());
+    CHECK_FALSE(total.requires_grad());
+    // The norm accumulates in double and rounds once (PyTorch rounds each tensor's norm first).
+    check_values(total, {w.total}, 2 * traits(w.dt).eps, "total");
+    check_values(cat({ps[0].grad(), ps[1].grad()}), w.grads, 4 * traits(w.dt).eps, "clipped gradients");
+    // grad_norm measures without clipping: the clipped gradients have norm total * coef.
+    check_values(nn::utils::grad_norm(ps, w.norm_type), {w.total * (1.25 / (w.total + 1e-6))}, 8 * traits(w.dt).eps,
+                 "grad_norm after clipping");
+  }
+  // Under the limit the coefficient is clamped to 1: the gradients keep their values.
+  for (DType dt : {DType::F32, DType::F64}) {
+    std::vector<Tensor> ps = params_with_grads(kGrads, dt);
+    const std::vector<double> before = values(cat({ps[0].grad(), ps[1].grad()}));
+    nn::utils::clip_grad_norm_(ps, 100.0);
+    CHECK(values(cat({ps[0].grad(), ps[1].grad()})) == before);
+  }
+  // max_norm equal to the norm: PyTorch's coefficient (total + 1e-6).reciprocal() * max_norm < 1,
+  // bit for bit (5 / (5 + 1e-6) would give 2.9999995231628418 for the first f32 element).
+  std::vector<Tensor> pf = params_with_grads({{3, 4}}, DType::F32), pd = params_with_grads({{3, 4}}, DType::F64);
+  CHECK(nn::utils::clip_grad_norm_(pf, 5.0).item() == 5.0);
+  CHECK(nn::utils::clip_grad_norm_(pd, 5.0).item() == 5.0);
+  check_values(pf[0].grad(), {2.9999992847442627, 3.9999990463256836}, 0, "f32, max_norm = total");
+  check_values(pd[0].grad(), {2.99999940000012, 3.99999920000016}, 0, "f64, max_norm = total");
+}
+
+TEST_CASE("clip_grad_norm_ without gradients, with non-finite norms, mixed and low-precision dtypes, as PyTorch",
+          "[nn][clip][options]") {
+  // No gradients: torch.tensor(0.), an f32 CPU scalar.
+  for (const std::vector<Tensor>& ps : {std::vector<Tensor>{}, std::vector<Tensor>{zeros({2}, DType::F64).requires_grad_()}}) {
+    const Tensor t = nn::utils::clip_grad_norm_(ps, 1.0);
+    CHECK(t.dim() == 0);
+    CHECK(t.dtype() == DType::F32);
+    CHECK(t.item() == 0.0);
+    CHECK(nn::utils::grad_norm(ps).dtype() == DType::F32);
+  }
+  // Non-finite gradients: the norm and the coefficient 1.0 / (norm + 1e-6) are applied as they are.
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  struct Case {
+    double bad, norm_type, total;
+    std::vector<double> grads;
+  };
+  for (const Case& c : {Case{nan, 2.0, nan, {nan, nan, nan}}, Case{inf, 2.0, inf, {0, nan, 0}},
+                        Case{inf, nn::utils::kInfNorm, inf, {0, nan, 0}}, Case{nan, nn::utils::kInfNorm, nan, {nan, nan, nan}}}) {
+    INFO("gradient " << c.bad << ", norm_type " << c.norm_type);
+    std::vector<Tensor> ps = params_with_grads({{1, c.bad}, {2}}, DType::F32);
+    check_values(nn::utils::clip_grad_norm_(ps, 1.0, c.norm_type), {c.total}, 0, "total");
+    check_values(cat({ps[0].grad(), ps[1].grad()}), c.grads, 0, "gradients");
+    // error_if_nonfinite: throws in PyTorch's words and leaves the gradients alone.
+    std::vector<Tensor> qs = params_with_grads({{1, c.bad}, {2}}, DType::F32);
+    CHECK_THROWS_WITH(nn::utils::clip_grad_norm_(qs, 1.0, c.norm_type, true),
+                      Catch::Contains("clip_grad_norm_") && Catch::Contains("is non-finite, so it cannot be clipped"));
+    check_values(cat({qs[0].grad(), qs[1].grad()}), {1, c.bad, 2}, 0, "gradients after the error");
+  }
+  // Mixed dtypes: the total in the promoted dtype; each gradient scaled by the coefficient in its own.
+  std::vector<Tensor> mixed = params_with_grads({{12}}, DType::F32);
+  mixed.push_back(params_with_grads({{3, 4}}, DType::F64)[0]);
+  const Tensor t = nn::utils::clip_grad_norm_(mixed, 1.0);
+  CHECK(t.dtype() == DType::F64);
+  CHECK(t.item() == 13.0);
+  check_values(mixed[0].grad(), {0.923076868057251}, 0, "f32 gradient");
+  check_values(mixed[1].grad(), {0.23076921301775288, 0.3076922840236705}, 0, "f64 gradient");
+  // bf16: torch's total 4.96875 and clipped gradients; f16 (PyTorch 1.13's CPU cannot clamp f16)
+  // against the f64 computation from the same rounded gradients.
+  std::vector<Tensor> pb = params_with_grads(kGrads, DType::BF16);
+  const Tensor tb = nn::utils::clip_grad_norm_(pb, 1.25);
+  CHECK(tb.dtype() == DType::BF16);
+  CHECK(tb.item() == 4.96875);
+  check_values(cat({pb[0].grad(), pb[1].grad()}), {0.07568359375, -0.4296875, 0.5546875, 0.01263427734375, 1.03125},
+               traits(DType::BF16).eps, "bf16 gradients");
+  std::vector<Tensor> ph = params_with_grads(kGrads, DType::F16);
+  std::vector<Tensor> pr = {ph[0].grad().to(DType::F64), ph[1].grad().to(DType::F64)};
+  const double total = std::sqrt(sum(mul(cat(pr), cat(pr))).item());
+  const Tensor th = nn::utils::clip_grad_norm_(ph, 1.25);
+  CHECK(th.dtype() == DType::F16);
+  check_values(th, {total}, 0.5 * traits(DType::F16).eps, "f16 total");
+  // Four f16 roundings: the total, the reciprocal, the product with max_norm and each gradient's.
+  check_values(cat({ph[0].grad(), ph[1].grad()}), values(mul(cat(pr), 1.25 / total)), 2.5 * traits(DType::F16).eps,
+               "f16 gradients");
+  // norm_type must be positive.
+  CHECK_THROWS_WITH(nn::utils::clip_grad_norm_(ph, 1.0, 0.0), Catch::Contains("norm_type must be positive"));
+}
+
+TEST_CASE("cuda: clip_grad_norm_ agrees with the CPU and never waits for the device", "[cuda][nn][clip][options]") {
+  using namespace minidl::cuda_test;
+  MINIDL_REQUIRE_GPU();
+  // Several chunks (16384 elements each), an empty gradient and a one-element one.
+  const std::vector<Shape> shapes = {{40000}, {0}, {1}, {30, 17}, {3}};
+  for (DType dt : kFloat64)
+    for (double norm_type : {2.0, 1.0, 3.0, nn::utils::kInfNorm}) {
+      INFO(dtype_name(dt) << " norm_type " << norm_type);
+      std::vector<Tensor> host, dev;
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        const Tensor g = randn_cpu(shapes[i], dt, 60 + i);
+        Tensor hp = zeros(shapes[i], TensorOptions(dt)).requires_grad_();
+        Tensor dp = zeros(shapes[i], TensorOptions(dt).device(kCuda)).requires_grad_();
+        hp.set_grad(g.clone());
+        dp.set_grad(g.to(kCuda).clone());
+        host.push_back(hp);
+        dev.push_back(dp);
+      }
+      const Tensor ht = nn::utils::clip_grad_norm_(host, 0.5, norm_type);
+      const int64_t syncs = cuda::host_sync_count();
+      const Tensor dt_total = nn::utils::clip_grad_norm_(dev, 0.5, norm_type);
+      const Tensor measured = nn::utils::grad_norm(dev, norm_type);
+      CHECK(cuda::host_sync_count() == syncs);  // queued, not waited for
+      CHECK(dt_total.device() == kCuda);
+      CHECK(dt_total.dtype() == dt);
+      // Both sides sum in f64 (in another order: a few hundred f64 ulps over 40000 terms) and round
+      // once into dt; the coefficient and the products round a few more times.
+      const double tol = 2 * eps_of(dt) + 256 * eps_of(DType::F64);
+      check_close(dt_total.to(Device::cpu()), ht, tol, 0, "total");
+      check_close(measured.to(Device::cpu()), nn::utils::grad_norm(host, norm_type), 3 * tol, 0, "norm after clipping");
+      for (size_t i = 0; i < host.size(); ++i)
+        check_close(dev[i].grad().to(Device::cpu()), host[i].grad(), 2 * tol, 0, "clipped gradient");
+    }
+  // error_if_nonfinite reads the total: the one wait.
+  std::vector<Tensor> ps = params_with_grads(kGrads, DType::F32, kCuda);
+  const int64_t syncs = cuda::host_sync_count();
+  nn::utils::clip_grad_norm_(ps, 1.0, 2.0, true);
+  if (kCuda.is_cuda()) CHECK(cuda::host_sync_count() > syncs);
 }

@@ -282,17 +282,17 @@ TEST_CASE("clip_grad_norm_ scales by max_norm / (total + 1e-6) even when max_nor
   Tensor a = zeros({2}, DType::F64).requires_grad_();
   a.set_grad(from_vector<double>({-5, 12}));
   // total 13, coef 13 / (13 + 1e-6) < 1: PyTorch scales (it clamps only at 1).
-  CHECK(nn::utils::clip_grad_norm_({a}, 13.0) == 13.0);
+  CHECK(nn::utils::clip_grad_norm_({a}, 13.0).item() == 13.0);
   CHECK(a.grad().to_vector<double>()[1] == 12 * (13.0 / (13.0 + 1e-6)));
   CHECK(a.grad().to_vector<double>()[1] != 12.0);
   // The infinity norm is the largest magnitude, negative entries included.
   a.set_grad(from_vector<double>({-5, 3}));
-  CHECK(nn::utils::clip_grad_norm_({a}, 1.0, nn::utils::kInfNorm) == 5.0);
+  CHECK(nn::utils::clip_grad_norm_({a}, 1.0, nn::utils::kInfNorm).item() == 5.0);
   CHECK(a.grad().to_vector<double>()[0] == -5 * (1.0 / (5.0 + 1e-6)));
   // A NaN gradient: error_if_nonfinite throws, otherwise the NaN norm is returned.
   a.set_grad(from_vector<double>({NAN, 1}));
   CHECK_THROWS_WITH(nn::utils::clip_grad_norm_({a}, 1.0, 2.0, true), Catch::Contains("non-finite"));
-  CHECK(std::isnan(nn::utils::clip_grad_norm_({a}, 1.0)));
+  CHECK(std::isnan(nn::utils::clip_grad_norm_({a}, 1.0).item()));
   // clip_grad_value_ keeps NaN (torch.clamp does).
   a.set_grad(from_vector<double>({NAN, -7}));
   nn::utils::clip_grad_value_({a}, 2.0);

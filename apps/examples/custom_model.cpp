@@ -61,11 +61,11 @@ int main() {
     opt.zero_grad();
     Tensor loss = nn::functional::cross_entropy(model->forward(x), y);
     loss.backward();
-    const double norm = nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+    const Tensor norm = nn::utils::clip_grad_norm_(model->parameters(), 1.0);  // 0-dim, not read unless printed
     opt.step();
     sched.step();
     if (step % 10 == 0 || step == steps - 1)
-      std::printf("step %3d  loss %.4f  grad-norm %.3f  lr %.5f\n", step, loss.item(), norm, sched.get_last_lr()[0]);
+      std::printf("step %3d  loss %.4f  grad-norm %.3f  lr %.5f\n", step, loss.item(), norm.item(), sched.get_last_lr()[0]);
   }
 
   // Save the weights, load them into a fresh model, compare (eval mode: dropout off).

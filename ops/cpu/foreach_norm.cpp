@@ -47,12 +47,12 @@ double norm_one(const T* src, int64_t n, double p) {
   return acc;
 }
 
-void foreach_norm(const std::vector<Tensor>& tensors, double p, std::vector<double>& out) {
-  out.assign(tensors.size(), 0.0);
+void foreach_norm(const std::vector<Tensor>& tensors, double p, const Tensor& out) {
   if (tensors.empty()) return;
+  double* o = static_cast<double*>(out.raw_data());
   visit_floating(tensors[0].dtype(), "foreach_norm", [&]<class T>() {
     for (size_t i = 0; i < tensors.size(); ++i)
-      out[i] = norm_one<T>(static_cast<const T*>(tensors[i].raw_data()), tensors[i].numel(), p);
+      o[i] = norm_one<T>(static_cast<const T*>(tensors[i].raw_data()), tensors[i].numel(), p);
   });
 }
 }  // namespace

@@ -1,8 +1,9 @@
 // CUDA kernels of the foreach families other than unscale (that one is in amp.cu): norms, the
-// in-place multiply by a scalar, and the SGD and Adam/AdamW steps. One launch per (device, dtype)
-// group over a multi-tensor chunk table (multi_tensor.cuh). Updates compute in f32 for f16/bf16
-// (in the dtype otherwise) and round once per element; norms accumulate in f64, one partial per
-// chunk, summed on the host in chunk order, so results do not depend on scheduling.
+// in-place multiply by a scalar (a double, or a 0-dim tensor in device memory), and the SGD and
+// Adam/AdamW steps. One launch per (device, dtype) group over a multi-tensor chunk table
+// (multi_tensor.cuh). Updates compute in f32 for f16/bf16 (in the dtype otherwise) and round once
+// per element; norms accumulate in f64, one partial per chunk, combined per tensor in chunk order
+// by a second kernel, so results do not depend on scheduling and stay on the device.
 #include <cmath>
 #include <vector>
 
@@ -47,31 +48,41 @@ __global__ void foreach_norm_kernel(MultiTensorTable<1> tab, NormKind kind, doub
   }
 }
 
-void foreach_norm(const std::vector<Tensor>& tensors, double p, std::vector<double>& out) {
-  out.assign(tensors.size(), 0.0);
+// out[t] <- tensor t's chunk partials combined in chunk order (0 for a tensor without chunks); one
+// thread per tensor. Chunks are in tensor order, so tensor t's first chunk is found by bisection.
+__global__ void foreach_norm_combine_kernel(MultiTensorTable<1> tab, NormKind kind, const double* partials, double* out) {
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < tab.tensors; t += int64_t{gridDim.x} * blockDim.x) {
+    int64_t lo = 0, hi = tab.chunks;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (tab.chunk_tensor[mid] < t) lo = mid + 1;
+      else hi = mid;
+    }
+    double acc = 0.0;
+    for (int64_t c = lo; c < tab.chunks && tab.chunk_tensor[c] == t; ++c) acc = norm_combine(kind, acc, partials[c]);
+    out[t] = acc;
+  }
+}
+
+void foreach_norm(const std::vector<Tensor>& tensors, double p, const Tensor& out) {
   if (tensors.empty()) return;
   minidl::cuda::DeviceGuard guard(tensors[0].device());
   MultiTensorLaunch<1> launch({&tensors});
-  if (launch.empty()) return;
   const NormKind kind = std::isinf(p) ? NormKind::Inf : p == 1.0 ? NormKind::One : p == 2.0 ? NormKind::Two : NormKind::General;
   const int64_t chunks = launch.table.chunks;
-  Tensor dpartials = scratch({chunks}, DType::F64, tensors[0]);
+  Tensor dpartials = scratch({std::max<int64_t>(chunks, 1)}, DType::F64, tensors[0]);
   auto* pp = static_cast<double*>(dpartials.raw_data());
-  visit_floating(tensors[0].dtype(), "foreach_norm", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    foreach_norm_kernel<T><<<launch.blocks, kThreads, 0, launch.stream>>>(launch.table, kind, p, pp);
-  });
+  if (chunks > 0) {
+    visit_floating(tensors[0].dtype(), "foreach_norm", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      foreach_norm_kernel<T><<<launch.blocks, kThreads, 0, launch.stream>>>(launch.table, kind, p, pp);
+    });
+    MINIDL_CUDA_CHECK_LAUNCH("foreach_norm");
+  }
+  const int64_t n = static_cast<int64_t>(tensors.size());
+  const unsigned blocks = static_cast<unsigned>((n + kThreads - 1) / kThreads);
+  foreach_norm_combine_kernel<<<blocks, kThreads, 0, launch.stream>>>(launch.table, kind, pp, static_cast<double*>(out.raw_data()));
   MINIDL_CUDA_CHECK_LAUNCH("foreach_norm");
-  std::vector<double> h(static_cast<size_t>(chunks));
-  MINIDL_CUDA_CHECK(cudaMemcpyAsync(h.data(), pp, h.size() * sizeof(double), cudaMemcpyDeviceToHost, launch.stream));
-  minidl::cuda::sync_stream(launch.device);
-  // Chunks are in tensor order; combine each tensor's chunks in order.
-  size_t c = 0;
-  for (size_t t = 0; t < tensors.size(); ++t)
-    for (int64_t st = 0; st < tensors[t].numel(); st += kChunk, ++c) {
-      const double part = h[c];
-      out[t] = std::isinf(p) ? ((std::isnan(part) || part > out[t]) ? part : out[t]) : out[t] + part;
-    }
 }
 
 // ---- t *= factor
@@ -94,6 +105,32 @@ void foreach_scale(const std::vector<Tensor>& tensors, double factor) {
   visit_floating(tensors[0].dtype(), "foreach_mul_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     foreach_scale_kernel<T><<<launch.blocks, kThreads, 0, launch.stream>>>(launch.table, static_cast<compute_t<T>>(factor));
+  });
+  MINIDL_CUDA_CHECK_LAUNCH("foreach_mul_");
+}
+
+// ---- t *= *scalar, the scalar read from device memory (no host synchronisation)
+
+template <class T>
+__global__ void foreach_scale_by_tensor_kernel(MultiTensorTable<1> tab, const T* scalar) {
+  const compute_t<T> factor = load(*scalar);
+  for (int64_t c = blockIdx.x; c < tab.chunks; c += gridDim.x) {
+    int64_t t, start, end;
+    tab.chunk(c, t, start, end);
+    T* x = tab.ptr<T>(0, t);
+    for (int64_t i = start + threadIdx.x; i < end; i += blockDim.x) x[i] = convert<T>(load(x[i]) * factor);
+  }
+}
+
+void foreach_scale_by_tensor(const std::vector<Tensor>& tensors, const Tensor& scalar) {
+  if (tensors.empty()) return;
+  minidl::cuda::DeviceGuard guard(tensors[0].device());
+  MultiTensorLaunch<1> launch({&tensors});
+  if (launch.empty()) return;
+  visit_floating(tensors[0].dtype(), "foreach_mul_", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    foreach_scale_by_tensor_kernel<T><<<launch.blocks, kThreads, 0, launch.stream>>>(launch.table,
+                                                                                      static_cast<const T*>(scalar.raw_data()));
   });
   MINIDL_CUDA_CHECK_LAUNCH("foreach_mul_");
 }
@@ -204,6 +241,7 @@ void register_foreach(Registry& r) {
   for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
     r.foreach_norm.set(DeviceType::CUDA, t, foreach_norm);
     r.foreach_scale.set(DeviceType::CUDA, t, foreach_scale);
+    r.foreach_scale_by_tensor.set(DeviceType::CUDA, t, foreach_scale_by_tensor);
     r.foreach_sgd.set(DeviceType::CUDA, t, foreach_sgd);
     r.foreach_adam.set(DeviceType::CUDA, t, foreach_adam);
   }
