@@ -291,3 +291,133 @@ TEST_CASE("every CPU kernel set's exp, tanh, sigmoid and gelu agree with double 
     }
   }
 }
+
+namespace {
+// A copy of v whose first element lies `byte_offset` bytes past a 64-byte boundary (inside a
+// larger buffer): kernels must not depend on where their operands and results lie.
+Tensor placed(const Tensor& v, int64_t byte_offset) {
+  const int64_t elem = static_cast<int64_t>(element_size(v.dtype()));
+  Tensor buf = empty({v.numel() + 64 / elem}, v.dtype());
+  const auto addr = static_cast<int64_t>(reinterpret_cast<uintptr_t>(buf.raw_data()) % 64);
+  const int64_t shift = ((byte_offset - addr) % 64 + 64) % 64 / elem;
+  Tensor out = buf.narrow(0, shift, v.numel()).view(v.shape());
+  REQUIRE(static_cast<int64_t>(reinterpret_cast<uintptr_t>(out.raw_data()) % 64) == byte_offset);
+  out.copy_(v);
+  return out;
+}
+
+std::vector<uint8_t> bytes_of(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  const auto* p = static_cast<const uint8_t*>(c.raw_data());
+  return std::vector<uint8_t>(p, p + c.numel() * element_size(c.dtype()));
+}
+}  // namespace
+
+// Eigen evaluates an array expression over memory of unknown alignment partly coefficient by
+// coefficient (up to the first aligned packet, and the tail), and the scalar and packet forms of
+// exp, log and tanh differ by an ulp on some inputs; its sums start their packets at the first
+// aligned element. Kernels built on that gave results that depended on the addresses of their
+// buffers, and a training run's bits on the lengths of its argument strings (test_train_program).
+// Here every kernel with transcendental or reduction parts, and the rest of an MLP's step (GEMM,
+// column sums), runs with its operands and results at each offset within a 64-byte line, in every
+// kernel set: the bits must be those at offset 0.
+TEST_CASE("every CPU kernel set gives the same bits wherever its operands and results lie in memory", "[cpu_isa]") {
+  for (K::CpuIsa isa : runnable_sets()) {
+    const K::Registry r = tables_of(isa);
+    const auto cpu = Device::cpu();
+    // Element-wise f32 ops with Eigen packet math: 1000 values (whole packets and a tail).
+    const Tensor x = from_vector(random_floats(1000, 21, 3.0f)), g = from_vector(random_floats(1000, 22));
+    const Tensor positive = add(abs(x), 1e-3);
+    struct Unary {
+      K::UnaryOp op;
+      const char* name;
+      double p0, p1;
+    };
+    for (const Unary& u : {Unary{K::UnaryOp::Exp, "exp", 0, 0}, Unary{K::UnaryOp::Log, "log", 0, 0},
+                           Unary{K::UnaryOp::Tanh, "tanh", 0, 0}, Unary{K::UnaryOp::Sigmoid, "sigmoid", 0, 0},
+                           Unary{K::UnaryOp::Gelu, "gelu", 0, 0}, Unary{K::UnaryOp::GeluTanh, "gelu tanh", 0, 0},
+                           Unary{K::UnaryOp::Softplus, "softplus", 1.0, 20.0}}) {
+      const Tensor in = u.op == K::UnaryOp::Log ? positive : x;
+      std::vector<uint8_t> first;
+      for (int64_t off = 0; off < 64; off += 4) {
+        INFO("set " << K::cpu_isa_name(isa) << " " << u.name << " at byte offset " << off);
+        Tensor out = placed(zeros({in.numel()}), (off * 5) % 64);  // results at another offset than the input
+        r.unary.get(cpu, DType::F32)(u.op, out, placed(in, off), u.p0, u.p1);
+        if (off == 0) first = bytes_of(out);
+        else CHECK(bytes_of(out) == first);
+      }
+    }
+    for (const auto& [op, name] : {std::pair{K::BinaryOp::GeluBackward, "gelu backward"},
+                                   std::pair{K::BinaryOp::GeluTanhBackward, "gelu tanh backward"},
+                                   std::pair{K::BinaryOp::SoftplusBackward, "softplus backward"}}) {
+      std::vector<uint8_t> first;
+      for (int64_t off = 0; off < 64; off += 4) {
+        INFO("set " << K::cpu_isa_name(isa) << " " << name << " at byte offset " << off);
+        Tensor out = placed(zeros({x.numel()}), (off * 7) % 64);
+        r.binary.get(cpu, DType::F32)(op, out, placed(g, (off * 3) % 64), placed(x, off), 20.0, 1.0);
+        if (off == 0) first = bytes_of(out);
+        else CHECK(bytes_of(out) == first);
+      }
+    }
+    // The rest of an MLP's training step: a linear layer's product (x w^T, split across threads)
+    // and the bias gradient's column sums.
+    {
+      const Tensor a = from_vector(random_floats(50 * 300, 25), {50, 300}), w = from_vector(random_floats(256 * 300, 26), {256, 300});
+      std::vector<uint8_t> first_c, first_s;
+      for (int64_t off = 0; off < 64; off += 4) {
+        INFO("set " << K::cpu_isa_name(isa) << " gemm and column sums at byte offset " << off);
+        Tensor c = placed(zeros({50, 256}), (off * 3) % 64);
+        r.gemm.get(cpu, DType::F32)(c, placed(a, off), placed(w, (off * 5) % 64).t(), 1.0, 0.0);
+        Tensor sums = placed(zeros({256}), (off * 7) % 64);
+        r.reduce.get(cpu, DType::F32)(K::ReduceOp::Sum, sums, Tensor(), placed(c, off), {0});
+        if (off == 0) {
+          first_c = bytes_of(c);
+          first_s = bytes_of(sums);
+        } else {
+          CHECK(bytes_of(c) == first_c);
+          CHECK(bytes_of(sums) == first_s);
+        }
+      }
+    }
+    // The softmax family and the fused cross-entropy, f32 and f64: a 10-class head (short rows)
+    // and rows longer than the kernels' short-row loops.
+    for (DType dt : {DType::F32, DType::F64}) {
+      const int64_t elem = static_cast<int64_t>(element_size(dt));
+      for (const auto& [rows, n] : {std::pair<int64_t, int64_t>{50, 10}, std::pair<int64_t, int64_t>{7, 100}}) {
+        const Tensor logits = from_vector(random_floats(rows * n, 23, 4.0f), {rows, n}).to(dt);
+        const Tensor grad = from_vector(random_floats(rows * n, 24), {rows, n}).to(dt);
+        std::vector<int64_t> tv(static_cast<size_t>(rows));
+        for (int64_t i = 0; i < rows; ++i) tv[i] = (i * 7) % n;
+        const Tensor target = from_vector(tv);
+        const Tensor scale_g = from_vector(std::vector<double>{1.0}).to(dt);
+        std::vector<std::vector<uint8_t>> first;
+        for (int64_t off = 0; off < 64; off += elem) {
+          INFO("set " << K::cpu_isa_name(isa) << " " << dtype_name(dt) << " [" << rows << ", " << n << "] at byte offset " << off);
+          std::vector<std::vector<uint8_t>> got;
+          for (bool log : {false, true}) {
+            Tensor y = placed(zeros({rows, n}, dt), (off * 3) % 64);
+            r.softmax.get(cpu, dt)(y, placed(logits, off), log);
+            Tensor gi = placed(zeros({rows, n}, dt), (off * 5) % 64);
+            r.softmax_backward.get(cpu, dt)(gi, placed(grad, (off * 7) % 64), placed(y, off), log);
+            got.push_back(bytes_of(y));
+            got.push_back(bytes_of(gi));
+          }
+          Tensor loss = placed(zeros({rows}, dt), (off * 3) % 64), lse = placed(zeros({rows}, dt), off);
+          r.cross_entropy.get(cpu, dt)(loss, lse, placed(logits, (off * 5) % 64), target, -100);
+          Tensor gx = placed(zeros({rows, n}, dt), off);
+          r.cross_entropy_backward.get(cpu, dt)(gx, placed(logits, (off * 3) % 64), placed(lse, (off * 7) % 64), target,
+                                                scale_g, 1.0 / rows, -100);
+          got.push_back(bytes_of(loss));
+          got.push_back(bytes_of(lse));
+          got.push_back(bytes_of(gx));
+          if (off == 0) first = got;
+          else
+            for (size_t k = 0; k < got.size(); ++k) {
+              INFO("result " << k << " (softmax, its backward, log_softmax, its backward, loss, lse, cross-entropy backward)");
+              CHECK(got[k] == first[k]);
+            }
+        }
+      }
+    }
+  }
+}

@@ -5,11 +5,13 @@
 // 30x slower; f64 keeps the C library's functions (the gradient checks' reference precision).
 // The exact GELU does not use 1 + erf(x / sqrt 2), which cancels for negative x, but
 // erfc(|x| / sqrt 2) from a Chebyshev fit with relative error < 1.2e-7 everywhere (Numerical
-// Recipes' erfcc): x * erfc(-x / sqrt 2) / 2 on both sides, vectorized.
+// Recipes' erfcc): x * erfc(-x / sqrt 2) / 2 on both sides, vectorized. The Eigen expressions run on
+// aligned, padded blocks (array_blocks.h): every value takes the packet path wherever the tensor lies.
 #include <Eigen/Core>
 #include <cmath>
 #include <limits>
 
+#include "ops/cpu/array_blocks.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/scalar.h"
 #include "ops/kernels.h"
@@ -28,8 +30,7 @@ void gather_block(const T* p, int64_t stride, compute_t<T>* dst, int64_t m) {
   else for (int64_t i = 0; i < m; ++i) dst[i] = static_cast<compute_t<T>>(p[i * stride]);
 }
 
-// Elements per call of an array function: its temporaries (fixed-capacity arrays) stay in L1/L2.
-constexpr int64_t kArrayBlock = 2048;
+// The temporaries of an array function (fixed capacity: one block, array_blocks.h).
 using BlockArray = Eigen::Array<float, Eigen::Dynamic, 1, Eigen::ColMajor, kArrayBlock, 1>;
 
 // erfc(z) for z >= 0 (NaN stays NaN), relative error < 1.2e-7 before f32 rounding (after it,
@@ -52,26 +53,26 @@ void fix_where(const In& v, Out& y, Rare rare, Redo redo) {
     if (rare(v[i])) y[i] = redo(v[i]);
 }
 
-// f(a, b, out) over blocks of at most kArrayBlock compute-type values of two operands (broadcast
-// or strided ones gathered, f16/bf16 widened), as Eigen array maps: for the fused activation
+// f(a, b, out) over blocks of at most kArrayBlock compute-type values of two operands (gathered
+// into aligned, padded blocks; f16/bf16 widened), as Eigen array maps: for the fused activation
 // gradients whose transcendental parts vectorize only through Eigen's packet math.
 template <class T, class F>
 void binary_array_rows(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
   using C = compute_t<T>;
-  using In = Eigen::Map<const Eigen::Array<C, Eigen::Dynamic, 1>>;
-  using Out = Eigen::Map<Eigen::Array<C, Eigen::Dynamic, 1>>;
   T* o = static_cast<T*>(out.raw_data());
   const T* pa = static_cast<const T*>(a.raw_data());
   const T* pb = static_cast<const T*>(b.raw_data());
   auto loop = make_loop<3>(out.shape(), {&out, &a, &b});
   for_each_row(loop, [&](const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& st) {
-    C xa[kArrayBlock], xb[kArrayBlock], z[kArrayBlock];
+    ArrayBlock<C> xa, xb, z;
     for (int64_t s = 0; s < n; s += kArrayBlock) {
       const int64_t m = std::min(kArrayBlock, n - s);
-      gather_block(pa + off[1] + s * st[1], st[1], xa, m);
-      gather_block(pb + off[2] + s * st[2], st[2], xb, m);
-      f(In(xa, m), In(xb, m), Out(z, m));
-      store_block(z, o + off[0] + s, m);
+      gather_block(pa + off[1] + s * st[1], st[1], xa.v, m);
+      gather_block(pb + off[2] + s * st[2], st[2], xb.v, m);
+      const int64_t p = pad_block(xa.v, m);
+      pad_block(xb.v, m);
+      f(ConstAlignedArray<C>(xa.v, p), ConstAlignedArray<C>(xb.v, p), AlignedArray<C>(z.v, p));
+      store_block(z.v, o + off[0] + s, m);
     }
   });
 }
@@ -293,26 +294,19 @@ void unary_rows(const Tensor& out, const Tensor& x, F f) {
   });
 }
 
-// Applies f(in, out) to contiguous blocks of at most kArrayBlock compute-type values, as Eigen
-// array maps: in place when the row is contiguous f32, else gathered (and widened) first.
+// Applies f(in, out) to blocks of at most kArrayBlock compute-type values, gathered (and widened)
+// into aligned, padded blocks, as Eigen array maps.
 template <class T, class F>
 void unary_array_rows(const Tensor& out, const Tensor& x, F f) {
   using C = compute_t<T>;
-  using In = Eigen::Map<const Eigen::Array<C, Eigen::Dynamic, 1>>;
-  using Out = Eigen::Map<Eigen::Array<C, Eigen::Dynamic, 1>>;
   for_each_unary_row<T>(out, x, [&](T* op, const T* xp, int64_t n, int64_t sx) {
-    if constexpr (std::is_same_v<T, C>) {
-      if (sx == 1) {
-        for (int64_t s = 0; s < n; s += kArrayBlock) f(In(xp + s, std::min(kArrayBlock, n - s)), Out(op + s, std::min(kArrayBlock, n - s)));
-        return;
-      }
-    }
-    C xa[kArrayBlock], z[kArrayBlock];
+    ArrayBlock<C> xa, z;
     for (int64_t s = 0; s < n; s += kArrayBlock) {
       const int64_t m = std::min(kArrayBlock, n - s);
-      gather_block(xp + s * sx, sx, xa, m);
-      f(In(xa, m), Out(z, m));
-      store_block(z, op + s, m);
+      gather_block(xp + s * sx, sx, xa.v, m);
+      const int64_t p = pad_block(xa.v, m);
+      f(ConstAlignedArray<C>(xa.v, p), AlignedArray<C>(z.v, p));
+      store_block(z.v, op + s, m);
     }
   });
 }

@@ -6,14 +6,14 @@
 // by row, but the exp runs once over the whole block with Eigen's packet exp, so short rows (10
 // classes) vectorize as well as long ones (Eigen would fall back to scalar std::exp on a row shorter
 // than one packet). Blocks run in parallel. f16/bf16 blocks are widened to f32 first, computed,
-// and narrowed back.
+// and narrowed back. Results depend on the shapes only, never on where the tensors or the buffers
+// lie: exp and log run on aligned, padded blocks (array_blocks.h), and the row sums and maxima are
+// plain loops with a fixed order.
 #include <cmath>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
-#include <Eigen/Core>
-
+#include "ops/cpu/array_blocks.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/scalar.h"
 #include "ops/kernels.h"
@@ -21,11 +21,6 @@
 namespace minidl::kernels::cpu {
 
 namespace {
-template <class C>
-using Vec = Eigen::Map<Eigen::Array<C, Eigen::Dynamic, 1>>;
-template <class C>
-using ConstVec = Eigen::Map<const Eigen::Array<C, Eigen::Dynamic, 1>>;
-
 constexpr int64_t kBlockElems = 4096;  // elements per block: a few buffers of this fit in L1/L2
 constexpr int64_t kCostPerElement = 8;  // for parallel_for's grain: exp dominates
 
@@ -75,41 +70,79 @@ void for_row_blocks(int64_t rows, int64_t n, F f) {
   });
 }
 
-// Row max and sum: Eigen's vectorized reductions pay off on long rows; short rows (a few classes)
-// are cheaper as plain loops than as a call into Eigen's reduction. A NaN in the row propagates
-// through the exp and the sum either way.
+// Row max, sum and dot product in an order fixed by n: short rows (a few classes) sequentially,
+// long ones in kLanes independent partial results (the loops vectorize without reassociating)
+// combined in a fixed tree. A NaN in the row propagates through the exp and the sum either way.
 constexpr int64_t kShortRow = 32;
+constexpr int kLanes = 16;
+template <class C>
+C combine_lanes(C* lane) {
+  for (int w = kLanes / 2; w > 0; w /= 2)
+    for (int l = 0; l < w; ++l) lane[l] += lane[l + w];
+  return lane[0];
+}
 template <class C>
 C row_max(const C* p, int64_t n) {
-  if (n >= kShortRow) return ConstVec<C>(p, n).maxCoeff();
   C m = p[0];
-  for (int64_t j = 1; j < n; ++j) m = p[j] > m ? p[j] : m;
+  int64_t j = 1;
+  if (n >= kShortRow) {
+    C lane[kLanes];
+    for (int l = 0; l < kLanes; ++l) lane[l] = p[l];
+    for (j = kLanes; j + kLanes <= n; j += kLanes)
+      for (int l = 0; l < kLanes; ++l) lane[l] = p[j + l] > lane[l] ? p[j + l] : lane[l];
+    m = lane[0];
+    for (int l = 1; l < kLanes; ++l) m = lane[l] > m ? lane[l] : m;
+  }
+  for (; j < n; ++j) m = p[j] > m ? p[j] : m;
   return m;
 }
 template <class C>
 C row_sum(const C* p, int64_t n) {
-  if (n >= kShortRow) return ConstVec<C>(p, n).sum();
   C s = 0;
-  for (int64_t j = 0; j < n; ++j) s += p[j];
+  int64_t j = 0;
+  if (n >= kShortRow) {
+    C lane[kLanes] = {};
+    for (; j + kLanes <= n; j += kLanes)
+      for (int l = 0; l < kLanes; ++l) lane[l] += p[j + l];
+    s = combine_lanes(lane);
+  }
+  for (; j < n; ++j) s += p[j];
+  return s;
+}
+template <class C>
+C row_dot(const C* a, const C* b, int64_t n) {
+  C s = 0;
+  int64_t j = 0;
+  if (n >= kShortRow) {
+    C lane[kLanes] = {};
+    for (; j + kLanes <= n; j += kLanes)
+      for (int l = 0; l < kLanes; ++l) lane[l] += a[j + l] * b[j + l];
+    s = combine_lanes(lane);
+  }
+  for (; j < n; ++j) s += a[j] * b[j];
   return s;
 }
 
 // p[k] <- exp(p[k]) for inputs <= 0 (shifted logits, log-probabilities): one vectorized exp. Eigen's
 // packet exp clamps its input (f64 below -709.4, f32 below -88.4), so exp(-inf) and deep
-// underflow would come out as a small nonzero number (f64: 5.6e-309) or a wrong subnormal, and
-// whether a packet or std::exp handles an element depends on the buffer's alignment. Those rare
-// inputs, found by a vectorized check first, are redone with std::exp.
+// underflow would come out as a small nonzero number (f64: 5.6e-309) or a wrong subnormal: those
+// rare inputs, found by a vectorized check first, are redone with std::exp.
 template <class C>
 void exp_nonpositive_in_place(C* p, int64_t n) {
   constexpr C kPacketLowest = std::is_same_v<C, double> ? C(-708) : C(-87);
-  Vec<C> all(p, n);
-  thread_local std::vector<std::pair<int64_t, C>> rare;
-  rare.clear();
-  if (n > 0 && !(all.minCoeff() > kPacketLowest))
-    for (int64_t k = 0; k < n; ++k)
-      if (!(p[k] > kPacketLowest)) rare.emplace_back(k, p[k]);
-  all = all.exp();
-  for (const auto& [k, v] : rare) p[k] = std::exp(v);
+  eval_blocks(p, p, n, [](const ConstAlignedArray<C>& x, AlignedArray<C> y) {
+    y = x.exp();
+    if (!(x.minCoeff() > kPacketLowest))
+      for (Eigen::Index k = 0; k < x.size(); ++k)
+        if (!(x[k] > kPacketLowest)) y[k] = std::exp(x[k]);
+  });
+}
+
+// s[i] <- log(s[i]) + m[i]: the log-sum-exp of rows from their sums of exp(x - m) and maxima m.
+template <class C>
+void log_sum_exp_in_place(C* s, const C* m, int64_t rows) {
+  eval_blocks(s, s, rows, [](const ConstAlignedArray<C>& x, AlignedArray<C> y) { y = x.log(); });
+  for (int64_t i = 0; i < rows; ++i) s[i] += m[i];
 }
 
 // e[i, :] <- exp(x[i, :] - shift[i]) for the rows of a block; one vectorized exp over all of it.
@@ -145,11 +178,16 @@ void softmax_typed(const Tensor& out, const Tensor& x, bool log) {
     exp_shifted(e.data(), xb, m.data(), R, n);
     for (int64_t i = 0; i < R; ++i) s[i] = row_sum(e.data() + i * n, n);
     if (log) {
-      Vec<C> lse(s.data(), R);
-      lse = lse.log() + ConstVec<C>(m.data(), R);
-      for (int64_t i = 0; i < R; ++i) Vec<C>(yb + i * n, n) = ConstVec<C>(xb + i * n, n) - s[i];
+      log_sum_exp_in_place(s.data(), m.data(), R);
+      for (int64_t i = 0; i < R; ++i) {
+        const C lse = s[i];
+        for (int64_t j = 0; j < n; ++j) yb[i * n + j] = xb[i * n + j] - lse;
+      }
     } else {
-      for (int64_t i = 0; i < R; ++i) Vec<C>(yb + i * n, n) = ConstVec<C>(e.data() + i * n, n) * (C(1) / s[i]);
+      for (int64_t i = 0; i < R; ++i) {
+        const C inv = C(1) / s[i];
+        for (int64_t j = 0; j < n; ++j) yb[i * n + j] = e[i * n + j] * inv;
+      }
     }
     writer.commit(po + r0 * n, count);
   });
@@ -173,18 +211,23 @@ void softmax_backward_typed(const Tensor& grad_in, const Tensor& grad_out, const
     C* ib = writer.target(pi + r0 * n, count);
     if (log) {
       // d log_softmax: g - softmax * sum(g), softmax = exp(y)
-      e.resize(count);
-      Vec<C>(e.data(), count) = ConstVec<C>(yb, count);
+      e.assign(yb, yb + count);
       exp_nonpositive_in_place(e.data(), count);
       for (int64_t i = 0; i < R; ++i) {
-        ConstVec<C> g(gb + i * n, n);
-        Vec<C>(ib + i * n, n) = g - ConstVec<C>(e.data() + i * n, n) * g.sum();
+        const C* g = gb + i * n;
+        const C* er = e.data() + i * n;
+        C* o = ib + i * n;
+        const C sum_g = row_sum(g, n);
+        for (int64_t j = 0; j < n; ++j) o[j] = g[j] - er[j] * sum_g;
       }
     } else {
       // d softmax: y * (g - <g, y>)
       for (int64_t i = 0; i < R; ++i) {
-        ConstVec<C> g(gb + i * n, n), yr(yb + i * n, n);
-        Vec<C>(ib + i * n, n) = yr * (g - (g * yr).sum());
+        const C* g = gb + i * n;
+        const C* yr = yb + i * n;
+        C* o = ib + i * n;
+        const C dot = row_dot(g, yr, n);
+        for (int64_t j = 0; j < n; ++j) o[j] = yr[j] * (g[j] - dot);
       }
     }
     writer.commit(pi + r0 * n, count);
@@ -209,9 +252,9 @@ void cross_entropy_typed(const Tensor& loss, const Tensor& lse, const Tensor& x,
     m.resize(R);
     for (int64_t i = 0; i < R; ++i) m[i] = row_max(xb + i * n, n);
     exp_shifted(e.data(), xb, m.data(), R, n);
-    Vec<C> s(ps + r0, R);  // lse = max + log(sum(exp(x - max)))
+    C* s = ps + r0;  // lse = max + log(sum(exp(x - max)))
     for (int64_t i = 0; i < R; ++i) s[i] = row_sum(e.data() + i * n, n);
-    s = s.log() + ConstVec<C>(m.data(), R);
+    log_sum_exp_in_place(s, m.data(), R);
     for (int64_t i = 0; i < R; ++i) {
       const int64_t t = pt[r0 + i];
       pl[r0 + i] = t == ignore_index ? C(0) : s[i] - xb[i * n + t];
@@ -238,14 +281,14 @@ void cross_entropy_backward_typed(const Tensor& grad_x, const Tensor& x, const T
     C* gb = writer.target(po + r0 * n, count);
     exp_shifted(gb, xb, ps + r0, R, n);  // softmax
     for (int64_t i = 0; i < R; ++i) {
-      Vec<C> row(gb + i * n, n);
+      C* row = gb + i * n;
       const int64_t t = pt[r0 + i];
       if (t == ignore_index) {
-        row.setZero();
+        std::fill(row, row + n, C(0));
         continue;
       }
       const C k = static_cast<C>(scale) * pg[per_row ? r0 + i : 0];
-      row *= k;
+      for (int64_t j = 0; j < n; ++j) row[j] *= k;
       row[t] -= k;
     }
     writer.commit(po + r0 * n, count);
