@@ -87,14 +87,20 @@ void foreach_norm(const std::vector<Tensor>& tensors, double p, const Tensor& ou
 
 // ---- t *= factor
 
+// This block's chunks of every tensor in the table multiplied by factor.
 template <class T>
-__global__ void foreach_scale_kernel(MultiTensorTable<1> tab, compute_t<T> factor) {
+__device__ void scale_chunks(const MultiTensorTable<1>& tab, compute_t<T> factor) {
   for (int64_t c = blockIdx.x; c < tab.chunks; c += gridDim.x) {
     int64_t t, start, end;
     tab.chunk(c, t, start, end);
     T* x = tab.ptr<T>(0, t);
     for (int64_t i = start + threadIdx.x; i < end; i += blockDim.x) x[i] = convert<T>(load(x[i]) * factor);
   }
+}
+
+template <class T>
+__global__ void foreach_scale_kernel(MultiTensorTable<1> tab, compute_t<T> factor) {
+  scale_chunks<T>(tab, factor);
 }
 
 void foreach_scale(const std::vector<Tensor>& tensors, double factor) {
@@ -113,13 +119,7 @@ void foreach_scale(const std::vector<Tensor>& tensors, double factor) {
 
 template <class T>
 __global__ void foreach_scale_by_tensor_kernel(MultiTensorTable<1> tab, const T* scalar) {
-  const compute_t<T> factor = load(*scalar);
-  for (int64_t c = blockIdx.x; c < tab.chunks; c += gridDim.x) {
-    int64_t t, start, end;
-    tab.chunk(c, t, start, end);
-    T* x = tab.ptr<T>(0, t);
-    for (int64_t i = start + threadIdx.x; i < end; i += blockDim.x) x[i] = convert<T>(load(x[i]) * factor);
-  }
+  scale_chunks<T>(tab, load(*scalar));
 }
 
 void foreach_scale_by_tensor(const std::vector<Tensor>& tensors, const Tensor& scalar) {
