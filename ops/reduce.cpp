@@ -176,7 +176,7 @@ namespace {
 // Bool is refused, as PyTorch's argmax/argmin (max/min take it). dim nullopt: over all elements.
 Tensor arg_extreme(ReduceOp op, const char* name, const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
   check_defined(x, name, "self");
-  MINIDL_CHECK(x.dtype() != DType::Bool, name, "not implemented for bool tensors (got ", x.meta_str(),
+  MINIDL_CHECK(x.dtype() != DType::Bool, name, "takes no bool tensor, as PyTorch's (got ", x.meta_str(),
                "); cast to an integer dtype first");
   NoGradGuard ng;
   if (!dim) return extreme(op, name, x.reshape({-1}), 0, false).indices;

@@ -126,7 +126,7 @@ TEST_CASE("integer remainder and fmod by zero throw PyTorch's ZeroDivisionError,
   CHECK(fmod(i64({3}), zeros({0}, DType::I64)).shape() == Shape{0});
   CHECK(std::isnan(fmod(f32({3, 4}), i64({0, 2})).to_vector<float>()[0]));
   CHECK(fmod(f32({3, 4}), i64({0, 2})).to_vector<float>()[1] == 0.0f);
-  // Two bool tensors: not implemented in torch ("remainder_cpu" not implemented for 'Bool').
+  // Two bool tensors are refused, as PyTorch refuses them ("remainder_cpu" has no 'Bool' kernel).
   CHECK_THROWS_WITH(remainder(bools({true}), bools({true})), Contains("remainder") && Contains("bool"));
   CHECK_THROWS_WITH(fmod(bools({true}), bools({true})), Contains("fmod") && Contains("bool"));
   CHECK_THROWS_WITH(remainder(zeros({2}), ones({3})), Contains("remainder"));
@@ -360,7 +360,7 @@ TEST_CASE("argmin along a dim and over all elements: first of ties, first NaN, a
   CHECK_THROWS_WITH(argmin(zeros({2, 0}), 1), Contains("argmin") && Contains("zero-size"));
   CHECK(argmin(zeros({2, 0}), 0).shape() == Shape{0});
   CHECK_THROWS_WITH(argmin(zeros({2, 3}), 2), Contains("argmin") && Contains("dim 2"));
-  // Bool: "argmin_cpu" / "argmax_cpu" not implemented for 'Bool'.
+  // Bool is refused, as PyTorch refuses it ("argmin_cpu" / "argmax_cpu" have no 'Bool' kernel).
   CHECK_THROWS_WITH(argmin(bools({true, false})), Contains("argmin") && Contains("bool"));
   CHECK_THROWS_WITH(argmax(bools({true, false}).reshape({1, 2}), 1), Contains("argmax") && Contains("bool"));
   // No gradient.

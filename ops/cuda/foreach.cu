@@ -103,16 +103,22 @@ __global__ void foreach_scale_kernel(MultiTensorTable<1> tab, compute_t<T> facto
   scale_chunks<T>(tab, factor);
 }
 
-void foreach_scale(const std::vector<Tensor>& tensors, double factor) {
+// One launch of a scale kernel over the tensors (one device, one dtype): go(tag, launch) launches it.
+template <class Go>
+void launch_scale(const std::vector<Tensor>& tensors, Go&& go) {
   if (tensors.empty()) return;
   minidl::cuda::DeviceGuard guard(tensors[0].device());
   MultiTensorLaunch<1> launch({&tensors});
   if (launch.empty()) return;
-  visit_floating(tensors[0].dtype(), "foreach_mul_", [&](auto tag) {
+  visit_floating(tensors[0].dtype(), "foreach_mul_", [&](auto tag) { go(tag, launch); });
+  MINIDL_CUDA_CHECK_LAUNCH("foreach_mul_");
+}
+
+void foreach_scale(const std::vector<Tensor>& tensors, double factor) {
+  launch_scale(tensors, [&](auto tag, const MultiTensorLaunch<1>& launch) {
     using T = typename decltype(tag)::type;
     foreach_scale_kernel<T><<<launch.blocks, kThreads, 0, launch.stream>>>(launch.table, static_cast<compute_t<T>>(factor));
   });
-  MINIDL_CUDA_CHECK_LAUNCH("foreach_mul_");
 }
 
 // ---- t *= *scalar, the scalar read from device memory (no host synchronisation)
@@ -123,16 +129,11 @@ __global__ void foreach_scale_by_tensor_kernel(MultiTensorTable<1> tab, const T*
 }
 
 void foreach_scale_by_tensor(const std::vector<Tensor>& tensors, const Tensor& scalar) {
-  if (tensors.empty()) return;
-  minidl::cuda::DeviceGuard guard(tensors[0].device());
-  MultiTensorLaunch<1> launch({&tensors});
-  if (launch.empty()) return;
-  visit_floating(tensors[0].dtype(), "foreach_mul_", [&](auto tag) {
+  launch_scale(tensors, [&](auto tag, const MultiTensorLaunch<1>& launch) {
     using T = typename decltype(tag)::type;
-    foreach_scale_by_tensor_kernel<T><<<launch.blocks, kThreads, 0, launch.stream>>>(launch.table,
-                                                                                      static_cast<const T*>(scalar.raw_data()));
+    foreach_scale_by_tensor_kernel<T><<<launch.blocks, kThreads, 0, launch.stream>>>(
+        launch.table, static_cast<const T*>(scalar.raw_data()));
   });
-  MINIDL_CUDA_CHECK_LAUNCH("foreach_mul_");
 }
 
 // ---- SGD: lists 0 params, 1 grads, 2 momentum buffers (null without momentum)
