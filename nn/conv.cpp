@@ -106,7 +106,9 @@ Tensor BatchNorm::normalize(const Tensor& x, bool relu, const Tensor& residual) 
   double factor = momentum_.value_or(0.0);
   if (is_training() && track_running_stats_) {
     NoGradGuard ng;
-    num_batches_tracked.add_(ones({}, DType::I64));
+    // The one is made where the counter lives: add_ takes operands of one device (a CPU scalar
+    // would be refused once the module has moved to a GPU).
+    num_batches_tracked.add_(ones({}, TensorOptions(DType::I64).device(num_batches_tracked.device())));
     // momentum None: cumulative moving average, as PyTorch.
     if (!momentum_) factor = 1.0 / static_cast<double>(num_batches_tracked.item_int());
   }

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -192,6 +193,30 @@ TEST_CASE("cuda: batch norm with eps 0 (a constant channel) and BatchNorm2d with
     hb.eval();
     db.eval();
     check_close(db.forward(on_device(x)).to(Device::cpu()), hb.forward(x), tol, tol, name + " BatchNorm2d eval, no running stats");
+  }
+}
+
+TEST_CASE("cuda: BatchNorm2d modules with running statistics count batches and track the CPU's statistics", "[cuda][norm]") {
+  MINIDL_REQUIRE_GPU();
+  // Training a module with running statistics bumps num_batches_tracked, a buffer that lives on the
+  // module's device; momentum None averages over the count (read on the host, as PyTorch).
+  for (std::optional<double> momentum : {std::optional<double>(0.1), std::optional<double>()}) {
+    const std::string what = momentum ? "momentum 0.1" : "momentum None";
+    nn::BatchNorm2d hb(4, 1e-5, momentum), db(4, 1e-5, momentum);
+    db.to(kCuda);
+    for (uint64_t step = 0; step < 3; ++step) {
+      Tensor x = add(randn_cpu({6, 4, 5, 3}, DType::F32, 71 + step, 2.0), 1.0);
+      Tensor dy = db.forward(on_device(x)), hy = hb.forward(x);
+      check_close(dy, hy, 1e-5, 1e-5, what + " training output");
+    }
+    CHECK(db.num_batches_tracked.device() == kCuda);
+    CHECK(db.num_batches_tracked.item_int() == 3);
+    check_close(db.running_mean, hb.running_mean, 1e-5, 1e-6, what + " running mean");
+    check_close(db.running_var, hb.running_var, 1e-5, 1e-6, what + " running var");
+    hb.eval();
+    db.eval();
+    Tensor x = randn_cpu({2, 4, 5, 3}, DType::F32, 79);
+    check_close(db.forward(on_device(x)), hb.forward(x), 1e-5, 1e-5, what + " eval output");
   }
 }
 
