@@ -427,6 +427,19 @@ TEST_CASE("cuda: fill and copies across devices, dtypes and layouts", "[cuda]") 
     src.fill_(-1.0);
   }
   for (int i = 0; i < 5; ++i) check_equal(ups[i], refs[i], "staged upload " + std::to_string(i));
+  // Floating values outside a narrow integer type wrap through i64, as on the CPU (and PyTorch's
+  // u8): -1 -> u8 255, 300 -> u8 44, 3e9 -> i32 -1294967296; a direct conversion on the GPU
+  // saturates instead. fill_ takes the same rule.
+  Tensor wide = from_vector<double>({-1, -2.5, -129.75, 300, 1000.5, -3e9, 3e9}, {7});
+  for (DType from : kFloat64) {
+    const int64_t n = is_low_precision(from) ? 5 : 7;  // +-3e9 are inf or inexact in f16/bf16
+    Tensor h = cast(wide.narrow(0, 0, n), from);
+    for (DType to : {DType::U8, DType::I32})
+      check_equal(cast(h.to(kCuda), to), cast(h, to), std::string("out-of-range cast ") + dtype_name(from) + " -> " + dtype_name(to));
+  }
+  Tensor du8 = zeros({5}, TensorOptions(DType::U8).device(kCuda));
+  du8.fill_(-1.0);
+  check_equal(du8, full({5}, 255.0, TensorOptions(DType::U8)), "fill_(-1) of u8");
   // Special values survive every float conversion.
   Tensor special = from_vector<float>({INFINITY, -INFINITY, NAN, -0.0f, 65504.0f, 1e-8f});
   for (DType t : kFloat64) check_equal(cast(special.to(kCuda), t), cast(special, t), std::string("specials ") + dtype_name(t));

@@ -47,8 +47,11 @@ __host__ __device__ __forceinline__ compute_t<T> load(T v) {
   else return v;
 }
 
-// Any scalar -> storage type T, with the CPU kernels' rules: low precision rounds from f32 (RNE);
-// bool is "!= 0"; other conversions are static_casts.
+// Any scalar -> storage type T, with the CPU kernels' rules (ops/cpu/scalar.h's cast_scalar): low
+// precision rounds from f32 (RNE); bool is "!= 0"; a floating value into an integer type narrower
+// than i64 goes through i64, whose conversion wraps (a direct conversion of a value outside the
+// target's range is undefined, and the GPU's saturates: -1.0 would give u8 0 instead of the CPU's
+// and PyTorch's 255); other conversions are static_casts.
 template <class T, class S>
 __host__ __device__ __forceinline__ T convert(S v) {
   if constexpr (std::is_same_v<T, S>) {
@@ -57,6 +60,8 @@ __host__ __device__ __forceinline__ T convert(S v) {
     return convert<T>(load(v));
   } else if constexpr (std::is_same_v<T, bool>) {
     return v != S(0);
+  } else if constexpr (std::is_integral_v<T> && std::is_floating_point_v<S> && sizeof(T) < sizeof(int64_t)) {
+    return static_cast<T>(static_cast<int64_t>(v));
   } else if constexpr (std::is_same_v<T, f16>) {
     return __float2half_rn(static_cast<float>(v));
   } else if constexpr (std::is_same_v<T, bf16>) {
