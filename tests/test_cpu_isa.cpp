@@ -15,6 +15,7 @@
 #include "framework/cpu_features.h"
 #include "framework/half.h"
 #include "ops/cpu/conv_dnnl.h"
+#include "ops/cpu/matmul_dnnl.h"
 #include "ops/cpu_isa.h"
 #include "ops/kernels.h"
 #include "ops/ops.h"
@@ -210,12 +211,13 @@ TEST_CASE("every CPU kernel set multiplies f16/bf16 matrices bit for bit as the 
   };
   const Shape shapes[] = {{37, 129, 45}, {13, 1100, 29}, {700, 300, 96}, {257, 64, 10}, {1, 7, 1}};
   unsigned seed = 40;
-  // The widening path itself: bf16 products on oneDNN's bf16 matmul (AVX512_BF16 CPUs) sum in
-  // another order and are checked against it in test_low_precision.
-  struct WidenBf16 {
-    WidenBf16() { kernels::cpu::dnnl_conv::set_native_bf16(false); }
-    ~WidenBf16() { kernels::cpu::dnnl_conv::set_native_bf16(true); }
-  } widen;
+  // The widening path and Eigen's f32 GEMM themselves: bf16 products on oneDNN's bf16 matmul
+  // (AVX512_BF16 CPUs) and f32 ones on its f32 matmul (AVX-512) sum in other orders and are checked
+  // against them in test_low_precision and test_ops_reference.
+  struct OnEigen {
+    OnEigen() { kernels::cpu::dnnl_conv::set_native_bf16(false), kernels::cpu::dnnl_matmul::set_f32(false); }
+    ~OnEigen() { kernels::cpu::dnnl_conv::set_native_bf16(true), kernels::cpu::dnnl_matmul::set_f32(true); }
+  } on_eigen;
   for (K::CpuIsa isa : runnable_sets()) {
     const K::Registry r = tables_of(isa);
     for (DType dt : {DType::F16, DType::BF16}) {

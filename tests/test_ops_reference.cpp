@@ -15,7 +15,10 @@
 
 #include "framework/half.h"
 #include "minidl.h"
+#include "ops/cpu/matmul_dnnl.h"
+#include "ops/cpu_isa.h"
 #include "targets.h"
+#include "thread_count.h"
 
 using namespace minidl;
 
@@ -661,6 +664,74 @@ TEST_CASE("mm matches the reference for sizes that are not multiples of 8", "[re
       CHECK(close(matmul(make(a, {m, k}, dt), make(b, {k, n}, dt)), {m, n}, want, 0, atol) == "");
     }
   }
+}
+
+// On AVX-512 CPUs f32 products above a size run on oneDNN's brgemm matmul (ops/cpu/matmul_dnnl.h),
+// cut across threads in dense slabs: rows (a column-major a copied row-major per slab), or for a
+// product wider than tall with a column-major b, columns computed in a buffer. Every such case
+// against the f64 reference and against Eigen's GEMM, which the switch restores, on two threads.
+TEST_CASE("f32 products on oneDNN's matmul match the reference in every layout and slab split", "[reference][linear][dnnl]") {
+  namespace dm = kernels::cpu::dnnl_matmul;
+  struct Restore {
+    ~Restore() { dm::set_f32(true); }
+  } restore;
+  dm::set_f32(true);
+  if (!dm::takes_f32() || kernels::active_cpu_isa() != kernels::CpuIsa::Avx512) {
+    WARN("skipped: no oneDNN in this build, or no AVX-512 kernel set running (oneDNN's or minidl's)");
+    return;
+  }
+  const minidl::testing::ThreadCount two(2);
+  const double eps = std::numeric_limits<float>::epsilon();
+  uint64_t seed = 900;
+  // The MLP's products (fc1 forward, its weight gradient through transposed views, the 10-class
+  // head), a product too short for two row slabs (m < 32), uneven splits, a wide one.
+  const std::vector<std::array<int64_t, 3>> sizes = {{128, 784, 256}, {256, 128, 784}, {128, 256, 10}, {20, 300, 200},
+                                                     {40, 90, 80},    {300, 200, 500}, {70, 130, 1000}};
+  for (const auto& size : sizes) {
+    const int64_t m = size[0], k = size[1], n = size[2];
+    for (int layout = 0; layout < 4; ++layout) {
+      INFO(m << "x" << k << "x" << n << ", layout " << layout);
+      const Vec av = randv(m * k, -1, 1, seed++, DType::F32), bv = randv(k * n, -1, 1, seed++, DType::F32);
+      const Vec biasv = randv(m * n, -1, 1, seed++, DType::F32);
+      Tensor a = make(av, {m, k}, DType::F32), b = make(bv, {k, n}, DType::F32), bias = make(biasv, {m, n}, DType::F32);
+      if (layout & 1) a = a.t().contiguous().t();  // column-major views
+      if (layout & 2) b = b.t().contiguous().t();
+      Vec want = ref_mm(av, bv, m, k, n), want_addmm(m * n);
+      for (int64_t i = 0; i < m * n; ++i) want_addmm[i] = 0.5 * biasv[i] + 2.0 * want[i];
+      // |error| <= k * eps * sum_p |a_ip b_pj| in any summation order (first-order bound).
+      Vec abs_a(av), abs_b(bv);
+      for (double& x : abs_a) x = std::fabs(x);
+      for (double& x : abs_b) x = std::fabs(x);
+      const Vec mag = ref_mm(abs_a, abs_b, m, k, n);
+      const double atol = k * eps * *std::max_element(mag.begin(), mag.end());
+      auto both = [&](const std::function<Tensor()>& f, const Vec& ref) {
+        const int64_t before = dm::calls();
+        Tensor on_dnnl = f();
+        CHECK(dm::calls() > before);
+        dm::set_f32(false);
+        const int64_t eigen_before = dm::calls();
+        Tensor on_eigen = f();
+        CHECK(dm::calls() == eigen_before);
+        dm::set_f32(true);
+        CHECK(close(on_dnnl.reshape({m, n}), {m, n}, ref, 0, 2 * atol) == "");
+        CHECK(close(on_eigen.reshape({m, n}), {m, n}, ref, 0, 2 * atol) == "");
+      };
+      both([&] { return mm(a, b); }, want);
+      both([&] { return addmm(bias, a, b, 0.5, 2.0); }, want_addmm);
+      both([&] { return bmm(a.unsqueeze(0).expand({2, m, k}), b.unsqueeze(0).expand({2, k, n})).select(0, 1); }, want);
+    }
+  }
+  // NaN and inf propagate to their rows.
+  std::vector<float> ones(128 * 128, 1.0f);
+  ones[0] = std::numeric_limits<float>::quiet_NaN();    // row 0
+  ones[128] = std::numeric_limits<float>::infinity();  // row 1
+  Tensor a = from_vector(ones, {128, 128}), b = full({128, 128}, 1.0, DType::F32);
+  const int64_t before = dm::calls();
+  const Vec c = mm(a, b).to_vector<double>();
+  CHECK(dm::calls() > before);
+  CHECK(std::isnan(c[0 * 128 + 5]));
+  CHECK(std::isinf(c[1 * 128 + 5]));
+  CHECK(c[2 * 128 + 5] == 128);
 }
 
 TEST_CASE("bmm, matmul broadcasting, linear and addmm match the reference", "[reference][linear]") {

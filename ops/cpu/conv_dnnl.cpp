@@ -85,28 +85,13 @@ bool backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const 
 #else
 bool compiled() { return true; }
 
-namespace {
-// A run-time switch: on unless `variable` is "0" in the environment (read once), until a setter
-// stores 0 or 1 in `state`.
-bool switch_on(std::atomic<int>& state, const char* variable) {
-  int e = state.load(std::memory_order_relaxed);
-  if (e < 0) {
-    const char* v = std::getenv(variable);
-    e = v && std::strcmp(v, "0") == 0 ? 0 : 1;
-    state.store(e);
-  }
-  return e == 1;
-}
-}  // namespace
-
 bool enabled() { return switch_on(g_enabled, "MINIDL_DNNL"); }
 void set_enabled(bool on) { g_enabled.store(on ? 1 : 0); }
 
 // oneDNN's own reading of the CPU (it honours ONEDNN_MAX_CPU_ISA): the ISA mask includes the
 // avx512_core_bf16 bits when it will run bf16 convolutions on vdpbf16ps rather than emulate them.
 bool native_bf16_supported() {
-  static const bool has = (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & dnnl_cpu_isa_avx512_core_bf16) ==
-                          static_cast<unsigned>(dnnl_cpu_isa_avx512_core_bf16);
+  static const bool has = dnnl_has_isa(dnnl_cpu_isa_avx512_core_bf16);
   return has;
 }
 bool native_bf16() { return switch_on(g_native_bf16, "MINIDL_DNNL_BF16") && enabled() && native_bf16_supported(); }

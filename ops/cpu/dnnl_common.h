@@ -4,6 +4,9 @@
 #pragma once
 #include <omp.h>
 
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <oneapi/dnnl/dnnl.hpp>
 
 namespace minidl::kernels::cpu {
@@ -17,6 +20,23 @@ inline dnnl::engine& dnnl_engine() {
 inline dnnl::stream& dnnl_thread_stream() {
   thread_local dnnl::stream s(dnnl_engine());
   return s;
+}
+
+// A run-time switch: on unless `variable` is "0" in the environment (read once), until a setter
+// stores 0 or 1 in `state` (which starts at -1).
+inline bool switch_on(std::atomic<int>& state, const char* variable) {
+  int e = state.load(std::memory_order_relaxed);
+  if (e < 0) {
+    const char* v = std::getenv(variable);
+    e = v && std::strcmp(v, "0") == 0 ? 0 : 1;
+    state.store(e);
+  }
+  return e == 1;
+}
+
+// Whether oneDNN's own reading of the CPU (it honours ONEDNN_MAX_CPU_ISA) includes every bit of `isa`.
+inline bool dnnl_has_isa(dnnl_cpu_isa_t isa) {
+  return (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & isa) == static_cast<unsigned>(isa);
 }
 
 // The calling thread's OpenMP thread count set to 1 for a scope. Debian's oneDNN runs on OpenMP and

@@ -1,6 +1,7 @@
-// CPU matrix multiply on Eigen's GEMM kernels (packing + register-blocked micro-kernel), threaded
-// by us, not by Eigen: a product is cut into one slab of C (rows or columns) per thread, each run
-// by Eigen's sequential GEMM as a chunk of minidl's pool (ops/cpu/loops.h), so threads never wait
+// CPU matrix multiply on Eigen's GEMM kernels (packing + register-blocked micro-kernel), or on
+// oneDNN's brgemm matmul for f32 on AVX-512 CPUs and bf16 on AVX512_BF16 ones (matmul_dnnl.h),
+// threaded by us, not by either library: a product is cut into one slab of C (rows or columns) per
+// thread, each run sequentially as a chunk of minidl's pool (ops/cpu/loops.h), so threads never wait
 // on each other inside a product. Eigen's own OpenMP GEMM busy-waits on shared packed panels and
 // collapses (10-1000x) as soon as another thread competes for one of the two cores (a data-loader
 // worker, another process); see bench/README.md. Small products run on the calling thread.
@@ -69,6 +70,21 @@ void gemm_dispatch(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S>
   }
 }
 
+// Whether products of S run on oneDNN's matmul now (matmul_dnnl.h): bf16 on AVX512_BF16 CPUs, f32
+// in the avx512 kernel set only, so that a capped set (MINIDL_MAX_CPU_ISA=avx2) multiplies as it
+// would on an AVX2 CPU.
+#ifdef __AVX512F__
+constexpr bool kSetTakesOnednnF32 = true;
+#else
+constexpr bool kSetTakesOnednnF32 = false;
+#endif
+template <class S>
+bool on_onednn() {
+  if constexpr (std::is_same_v<S, bfloat16>) return dnnl_matmul::takes_bf16();
+  else if constexpr (std::is_same_v<S, float>) return kSetTakesOnednnF32 && dnnl_matmul::takes_f32();
+  else return false;
+}
+
 // Eigen's micro-kernel runs panels of 3 vectors (48 f32 with AVX-512) down the result's columns;
 // a row-major C is computed as C^T, so its panels run along n. A narrow C (a 10-class head) would
 // fill a fifth of each panel: it is computed column-major (panels along m) in a buffer instead and
@@ -80,6 +96,9 @@ void gemm_serial(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b
   if (m == 0 || n == 0) return;
   if constexpr (std::is_same_v<S, bfloat16> && std::is_same_v<T, float>) {
     if (dnnl_matmul::gemm_bf16(m, n, k, a, b, c, ldc, alpha, beta)) return;  // AVX512_BF16 CPUs
+  }
+  if constexpr (std::is_same_v<S, float> && std::is_same_v<T, float>) {
+    if (on_onednn<float>() && dnnl_matmul::gemm_f32(m, n, k, a, b, c, ldc, alpha, beta)) return;
   }
   if (k > 0 && n < kNarrowN && m >= 4 * n) {
     std::vector<T> t(static_cast<size_t>(m * n), T(0));
@@ -132,33 +151,53 @@ void gemm_block(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b,
   else gemm_serial<S, T>(m, n, k, a, b, c, ldc, alpha, beta);
 }
 
+// dense[rows x cols] (row-major) = the column-major rows x cols matrix at a with leading dim lda,
+// in 16 x 16 tiles so that both the reads and the writes stay within 16 cache lines (element by
+// element, the writes stride by a whole row: 8% of an MLP step on two threads).
+template <class S>
+void transpose_into(const S* a, int64_t lda, int64_t rows, int64_t cols, S* dense) {
+  constexpr int64_t kTile = 16;
+  for (int64_t j0 = 0; j0 < cols; j0 += kTile)
+    for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
+      const int64_t j1 = std::min(cols, j0 + kTile), i1 = std::min(rows, i0 + kTile);
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = j0; j < j1; ++j) dense[i * cols + j] = a[j * lda + i];
+    }
+}
+
 // One product split into slabs of C, one per thread: rows when m >= n (each thread packs all of b,
 // the smaller operand), otherwise columns (each thread packs all of a). Slab edges fall on
 // multiples of 48 (Eigen's AVX-512 f32 micro-panel is 48 x 4), so no thread gets ragged panels
 // it would not have had anyway.
 //
-// bf16 products on oneDNN's bf16 matmul (matmul_dnnl.h) run on its fast kernel only with dense
-// operands: a slab of rows of a row-major a (and of c) is dense, a slab of columns, or of rows of a
-// column-major a, is not and takes its jit GEMM, 2.1-4.2x slower per multiply-add than the brgemm
-// kernel (ONEDNN_VERBOSE, MLP b128 step on Zen 5, 2 threads: slower than the whole product on one
-// thread). Such products are cut into row slabs of multiples of 16 rows, or not cut (the first
-// slab's thread runs the whole product). A column-major a (a weight gradient's gy^T) has each
-// thread's rows copied row-major into its own buffer first: m x k values against 2mnk flops.
+// Products on oneDNN's matmul (matmul_dnnl.h) run on its brgemm kernel only with dense operands;
+// a strided slab takes its jit GEMM, 2.1-4.2x slower per multiply-add in bf16 and up to 5x in f32
+// (ONEDNN_VERBOSE, MLP b128 step on Zen 5, 2 threads: slower than the whole product on one thread).
+// A slab of rows of a row-major a (and of c) is dense: such products are cut into row slabs of
+// multiples of 16 rows, or not cut (the first slab's thread runs the whole product). A column-major
+// a (a weight gradient's gy^T) has each thread's rows copied row-major into its own buffer first:
+// m x k values against 2mnk flops. An f32 product wider than tall whose b is column-major (a
+// Linear's forward, x w^T) is cut into columns instead: each thread's columns of b (rows of the
+// weight) are dense, and its columns of c are computed into a dense buffer and copied out. That
+// keeps each weight row on the core whose forward read it, which the optimizer then updates
+// (row slabs made the MLP's SGD update 1.5x slower on two threads: both cores held the weight).
 template <class S, class T = S>
 void gemm_slab(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b, T* c, int64_t ldc, Scalar<T> alpha,
                Scalar<T> beta, int64_t slab, int64_t slabs) {
   int64_t align = 48;
   bool rows = m >= n;
-  bool dense_rows_of_a = false;
-  if constexpr (std::is_same_v<S, bfloat16>) {
-    if (dnnl_matmul::takes_bf16()) {
-      constexpr int64_t kRowAlign = 16;
-      if (m < 2 * kRowAlign) {
+  bool dense_rows_of_a = false, columns_via_buffer = false;
+  if (on_onednn<S>()) {
+    constexpr int64_t kAlign = 16;
+    align = kAlign;
+    if (std::is_same_v<S, float> && !rows && !b.row_major) {
+      columns_via_buffer = true;
+    } else {
+      if (m < 2 * kAlign) {
         if (slab == 0) gemm_block(m, n, k, a, b, c, ldc, alpha, beta);
         return;
       }
       rows = true;
-      align = kRowAlign;
       dense_rows_of_a = !a.row_major;
     }
   }
@@ -170,11 +209,18 @@ void gemm_slab(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b, 
   if (dense_rows_of_a) {
     thread_local ThreadBuffer rows_of_a;
     S* dense = static_cast<S*>(rows_of_a.reserve(static_cast<size_t>((s1 - s0) * k) * sizeof(S)));
-    for (int64_t j = 0; j < k; ++j) {
-      const S* column = a.at(s0, j);
-      for (int64_t i = 0; i < s1 - s0; ++i) dense[i * k + j] = column[i];
-    }
+    transpose_into(a.at(s0, 0), a.ld, s1 - s0, k, dense);
     gemm_block(s1 - s0, n, k, MatrixRef<S>{dense, true, k}, b, c + s0 * ldc, ldc, alpha, beta);
+    return;
+  }
+  if (columns_via_buffer) {
+    const int64_t w = s1 - s0;
+    thread_local ThreadBuffer columns;
+    T* t = static_cast<T*>(columns.reserve(static_cast<size_t>(m * w) * sizeof(T)));
+    if (beta != Scalar<T>(0))
+      for (int64_t i = 0; i < m; ++i) std::copy(c + i * ldc + s0, c + i * ldc + s1, t + i * w);
+    gemm_block(m, w, k, a, MatrixRef<S>{b.at(0, s0), b.row_major, b.ld}, t, w, alpha, beta);
+    for (int64_t i = 0; i < m; ++i) std::copy(t + i * w, t + (i + 1) * w, c + i * ldc + s0);
     return;
   }
   if (rows) gemm_block(s1 - s0, n, k, MatrixRef<S>{a.at(s0, 0), a.row_major, a.ld}, b, c + s0 * ldc, ldc, alpha, beta);

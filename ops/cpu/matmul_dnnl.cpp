@@ -1,7 +1,7 @@
-// bf16 products on oneDNN's matmul primitive (see matmul_dnnl.h). The operands are described to
+// f32 and bf16 products on oneDNN's matmul primitive (see matmul_dnnl.h). The operands are described to
 // oneDNN in place, strides and all (a transposed view is a column-major matrix), so nothing is
-// copied; the result is f32 in the caller's buffer, which narrows it once as the widened path does,
-// or bf16 written by oneDNN.
+// copied; the result is f32 in the caller's buffer (for bf16 operands narrowed by it once, as the
+// widened path does) or bf16 written by oneDNN.
 // One primitive per geometry (sizes, layouts, leading dims, alpha, beta), created on first use and
 // kept; each call runs on the calling thread alone (the caller splits a large product into slabs
 // across minidl's pool, as for its own GEMM).
@@ -16,6 +16,7 @@
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
+#include <type_traits>
 
 #include "ops/cpu/conv_dnnl.h"
 #include "ops/cpu/dnnl_common.h"
@@ -31,6 +32,9 @@ int64_t calls() { return g_calls.load(); }
 
 #ifndef MINIDL_HAS_DNNL
 bool takes_bf16() { return false; }
+bool takes_f32() { return false; }
+void set_f32(bool) {}
+bool gemm_f32(int64_t, int64_t, int64_t, MatrixRef<float>, MatrixRef<float>, float*, int64_t, float, float) { return false; }
 bool gemm_bf16(int64_t, int64_t, int64_t, MatrixRef<bfloat16>, MatrixRef<bfloat16>, float*, int64_t, float, float) {
   return false;
 }
@@ -54,21 +58,24 @@ struct Cached {
   dnnl::matmul prim;
 };
 
-memory::dims strides_of(const MatrixRef<bfloat16>& x) { return x.row_major ? memory::dims{x.ld, 1} : memory::dims{1, x.ld}; }
+template <class S>
+memory::dims strides_of(const MatrixRef<S>& x) { return x.row_major ? memory::dims{x.ld, 1} : memory::dims{1, x.ld}; }
 
 // The primitive for a geometry; null when oneDNN has none for it or only its reference loops
 // (remembered too).
-const Cached* lookup(int64_t m, int64_t n, int64_t k, const MatrixRef<bfloat16>& a, const MatrixRef<bfloat16>& b,
+template <class S>
+const Cached* lookup(int64_t m, int64_t n, int64_t k, const MatrixRef<S>& a, const MatrixRef<S>& b,
                      int64_t ldc, float alpha, float beta, dt result) {
+  constexpr dt operand_type = std::is_same_v<S, float> ? dt::f32 : dt::bf16;
   static std::mutex mu;
   static std::map<Key, std::unique_ptr<Cached>> cache;
-  const Key key{m, n, k, a.row_major, a.ld, b.row_major, b.ld, ldc, alpha, beta, static_cast<int>(result)};
+  const Key key{m, n, k, a.row_major, a.ld, b.row_major, b.ld, ldc, alpha, beta, static_cast<int>(result) * 64 + static_cast<int>(operand_type)};
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second.get();
   std::unique_ptr<Cached> c;
   try {
-    const memory::desc a_md({m, k}, dt::bf16, strides_of(a)), b_md({k, n}, dt::bf16, strides_of(b));
+    const memory::desc a_md({m, k}, operand_type, strides_of(a)), b_md({k, n}, operand_type, strides_of(b));
     const memory::desc c_md({m, n}, result, memory::dims{ldc, 1});
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -80,7 +87,11 @@ const Cached* lookup(int64_t m, int64_t n, int64_t k, const MatrixRef<bfloat16>&
     }
     SingleOmpThread one;  // primitive creation plans for the thread count it sees
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, dnnl_engine());
-    if (std::strncmp(pd.impl_info_str(), "ref", 3) != 0) c = std::make_unique<Cached>(Cached{pd, dnnl::matmul(pd)});
+    // bf16: anything but the reference loops; f32: only the brgemm kernel (its jit sgemm, taken for
+    // strided operands, was up to 5x slower than Eigen's on the MLP's slabs).
+    const char* impl = pd.impl_info_str();
+    const bool fast = std::is_same_v<S, float> ? std::strncmp(impl, "brg", 3) == 0 : std::strncmp(impl, "ref", 3) != 0;
+    if (fast) c = std::make_unique<Cached>(Cached{pd, dnnl::matmul(pd)});
   } catch (const dnnl::error&) {
     c.reset();  // a layout or size oneDNN refuses: the caller's own GEMM
   }
@@ -88,17 +99,18 @@ const Cached* lookup(int64_t m, int64_t n, int64_t k, const MatrixRef<bfloat16>&
 }
 
 // c in `result` (f32 or bf16).
-bool run(int64_t m, int64_t n, int64_t k, const MatrixRef<bfloat16>& a, const MatrixRef<bfloat16>& b, void* c, dt result,
+template <class S>
+bool run(int64_t m, int64_t n, int64_t k, const MatrixRef<S>& a, const MatrixRef<S>& b, void* c, dt result,
          int64_t ldc, float alpha, float beta) {
-  if (m <= 0 || n <= 0 || k <= 0 || double(m) * double(n) * double(k) < kMinMacs || !takes_bf16())
-    return false;
+  if (m <= 0 || n <= 0 || k <= 0 || double(m) * double(n) * double(k) < kMinMacs) return false;
+  if (std::is_same_v<S, bfloat16> && !takes_bf16()) return false;
   const Cached* p = lookup(m, n, k, a, b, ldc, alpha, beta, result);
   if (!p) return false;
   thread_local ThreadBuffer scratch;
   dnnl::engine& e = dnnl_engine();
   const memory::desc pad = p->pd.scratchpad_desc();
-  memory a_mem(p->pd.src_desc(), e, const_cast<bfloat16*>(a.data));
-  memory b_mem(p->pd.weights_desc(), e, const_cast<bfloat16*>(b.data));
+  memory a_mem(p->pd.src_desc(), e, const_cast<S*>(a.data));
+  memory b_mem(p->pd.weights_desc(), e, const_cast<S*>(b.data));
   memory c_mem(p->pd.dst_desc(), e, c);
   memory pad_mem(pad, e, scratch.reserve(pad.get_size()));
   SingleOmpThread one;
@@ -119,6 +131,21 @@ bool gemm_bf16(int64_t m, int64_t n, int64_t k, MatrixRef<bfloat16> a, MatrixRef
 bool gemm_bf16(int64_t m, int64_t n, int64_t k, MatrixRef<bfloat16> a, MatrixRef<bfloat16> b, bfloat16* c, int64_t ldc,
                float alpha) {
   return run(m, n, k, a, b, c, dt::bf16, ldc, alpha, 0.0f);
+}
+namespace {
+std::atomic<int> g_f32{-1};
+}
+// oneDNN 2.6 has its brgemm matmul (the fast one) for f32 from avx512_core up; below it runs its jit
+// sgemm, no faster than Eigen's on AVX2 (MLP step 0.96-1.03x on Zen 5 with both capped at AVX2).
+bool takes_f32() {
+  static const bool avx512 = dnnl_has_isa(dnnl_cpu_isa_avx512_core);
+  return avx512 && switch_on(g_f32, "MINIDL_DNNL_F32") && dnnl_conv::enabled();
+}
+void set_f32(bool on) { g_f32.store(on ? 1 : 0); }
+
+bool gemm_f32(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> b, float* c, int64_t ldc,
+              float alpha, float beta) {
+  return takes_f32() && run(m, n, k, a, b, c, dt::f32, ldc, alpha, beta);
 }
 #endif
 
