@@ -59,6 +59,8 @@ void reset_peak_memory_stats(int device = 0);
 // Returns every cached (unused) block of every device to the driver; live tensors are untouched.
 void empty_cache();
 // Waits until all work queued on `device`'s stream has finished (-1: every device). No-op without GPU.
+// Like every host wait, it throws the first bad input a kernel found since the last one (a class
+// target or an index out of range, framework/deferred_error.h), then clears it.
 void synchronize(int device = -1);
 // How many times the host has waited for a device's whole stream to drain since the process
 // started: synchronize(), every read of device memory into host memory (item(), to_vector(),

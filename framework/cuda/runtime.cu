@@ -56,6 +56,12 @@ struct DeviceState {
   cudaStream_t stream = nullptr;
   int sm_count = 0;
   std::once_flag once;
+  // Deferred errors: the slot kernels write (device memory), its pinned host copy, whether a
+  // validating kernel was queued since the last read, and a lock for the read.
+  DeferredErrorRecord* error_slot = nullptr;
+  DeferredErrorRecord* error_copy = nullptr;
+  std::atomic<bool> error_check_armed{false};
+  std::mutex error_mutex;
 };
 
 std::vector<DeviceState>& devices() {
@@ -72,6 +78,11 @@ DeviceState& state(int device) {
     DeviceGuard g(device);
     MINIDL_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
     MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&s.sm_count, cudaDevAttrMultiProcessorCount, device));
+    // Outside the caching allocator: one small block for the life of the process.
+    MINIDL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&s.error_slot), sizeof(DeferredErrorRecord)));
+    MINIDL_CUDA_CHECK(cudaMemsetAsync(s.error_slot, 0, sizeof(DeferredErrorRecord), s.stream));
+    MINIDL_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&s.error_copy), sizeof(DeferredErrorRecord)));
+    *s.error_copy = DeferredErrorRecord{};
   });
   return s;
 }
@@ -106,8 +117,29 @@ std::atomic<int64_t> host_syncs{0};
 
 void sync_stream(int device) {
   host_syncs.fetch_add(1, std::memory_order_relaxed);
-  MINIDL_CUDA_CHECK(cudaStreamSynchronize(stream(device)));
+  DeviceState& s = state(device);
+  if (!s.error_check_armed.load(std::memory_order_acquire)) {
+    MINIDL_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+    return;
+  }
+  std::lock_guard<std::mutex> lock(s.error_mutex);
+  const bool armed = s.error_check_armed.exchange(false, std::memory_order_acq_rel);
+  // Queued behind every kernel already launched, so the one wait below covers the copy too.
+  if (armed)
+    MINIDL_CUDA_CHECK(cudaMemcpyAsync(s.error_copy, s.error_slot, sizeof(DeferredErrorRecord), cudaMemcpyDeviceToHost,
+                                      s.stream));
+  MINIDL_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  if (!armed || s.error_copy->op == 0) return;
+  const DeferredErrorRecord found = *s.error_copy;
+  *s.error_copy = DeferredErrorRecord{};
+  // Cleared in stream order: kernels queued after this see an empty slot and can report anew.
+  MINIDL_CUDA_CHECK(cudaMemsetAsync(s.error_slot, 0, sizeof(DeferredErrorRecord), s.stream));
+  throw Error(describe(found, device));
 }
+
+DeferredErrorSlot::DeferredErrorSlot(int device) : device_(device), slot_(state(device).error_slot) {}
+
+DeferredErrorSlot::~DeferredErrorSlot() { state(device_).error_check_armed.store(true, std::memory_order_release); }
 
 int64_t host_sync_count() { return host_syncs.load(std::memory_order_relaxed); }
 

@@ -4,6 +4,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include "framework/deferred_error.h"
 #include "framework/device.h"
 
 namespace minidl::cuda {
@@ -26,7 +27,28 @@ class DeviceGuard {
   int prev_ = -1;
 };
 
-// Waits for the device's stream (host code that reads results a kernel wrote to host memory).
+// Waits for the device's stream (host code that reads results a kernel wrote to host memory). Every
+// host wait goes through here, so it is also where a deferred error is reported: when a validating
+// kernel ran since the last wait, the device's error slot is copied back behind the queued work (no
+// second wait), and a filled slot is cleared and thrown as a minidl::Error (framework/deferred_error.h).
 void sync_stream(int device);
+
+// A validating kernel's handle on its device's deferred-error slot: pass get() to the kernel, which
+// records bad input with record_deferred_error (framework/cuda/deferred_error.cuh). Destroyed after
+// the launch, it arms the check at the device's next sync_stream; arming before the launch could let
+// a wait on another thread read the slot, and disarm it, before the kernel had run.
+class DeferredErrorSlot {
+ public:
+  explicit DeferredErrorSlot(int device);
+  explicit DeferredErrorSlot(Device d) : DeferredErrorSlot(d.index) {}
+  ~DeferredErrorSlot();
+  DeferredErrorSlot(const DeferredErrorSlot&) = delete;
+  DeferredErrorSlot& operator=(const DeferredErrorSlot&) = delete;
+  DeferredErrorRecord* get() const { return slot_; }
+
+ private:
+  int device_;
+  DeferredErrorRecord* slot_;
+};
 
 }  // namespace minidl::cuda
