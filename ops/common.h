@@ -71,4 +71,14 @@ inline Tensor new_empty_like(const Shape& shape, DType dtype, Device device, std
   return empty(shape, TensorOptions(dtype).device(device).memory_format(f));
 }
 
+// Whether `device`'s kernels check the indices they read, recording a bad one as a deferred error
+// that the host reports at its next wait (framework/deferred_error.h), so that the op need not wait
+// for the device to read the indices back. On the CPU the ops check indices at once.
+inline bool device_checks_indices(Device device) { return device.is_cuda(); }
+
+// Queues the device-side check of an i64 index (ops/kernels.h) on such a device; never waits.
+inline void check_index_range_on_device(const Tensor& index, const kernels::IndexRangeCheck& check) {
+  K().check_index_range.get(index.device(), DType::I64)(index.contiguous(), check);
+}
+
 }  // namespace minidl::ops_detail

@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "framework/deferred_error.h"
 #include "framework/dispatch.h"
 #include "ops/tensor.h"
 
@@ -141,8 +142,25 @@ using IndexSelectFn = void (*)(const Tensor& out, const Tensor& x, int64_t dim, 
 using IndexAddFn = void (*)(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src);  // out[.., idx[i], ..] += src[.., i, ..]
 using GatherFn = void (*)(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index);
 using ScatterAddFn = void (*)(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src);
+// On CUDA the index kernels (and the fused cross-entropy) check every index they read: a bad one is
+// recorded as a deferred error (framework/deferred_error.h; select and gather read nothing for it
+// and write 0, the scatters skip it) and reported at the host's next wait. The CPU kernels trust
+// indices the ops have checked on the host.
 
-// Fused cross-entropy over contiguous logits x [N, C] and i64 targets [N] (validated by the op):
+// A device-side check of an i64 index, for the ops that must name the problem in their own words
+// before another kernel consumes the index (class targets, embedding, one_hot): records a deferred
+// error for the first value outside [0, bound) that is not skipped, and never waits. CUDA only: on
+// the CPU the ops check at once.
+struct IndexRangeCheck {
+  ::minidl::cuda::DeferredOp op = ::minidl::cuda::DeferredOp::None;  // names the op and its message
+  int64_t bound = 0;          // valid values: 0 .. bound - 1
+  int64_t detail = 0;         // the record's detail (a dimension or ignore_index)
+  bool skip_detail = false;   // values equal to detail pass (ignore_index)
+};
+using IndexRangeCheckFn = void (*)(const Tensor& index, const IndexRangeCheck& check);
+
+// Fused cross-entropy over contiguous logits x [N, C] and i64 targets [N] (validated by the op on
+// the CPU; on CUDA by this kernel, as cross_entropy, a bad target's row getting a NaN loss):
 // loss[n] = lse[n] - x[n, t[n]] with lse[n] = logsumexp(x[n, :]); rows whose target is
 // ignore_index get loss 0. loss and lse are contiguous [N] in the compute dtype (f64 for f64, else f32).
 using CrossEntropyFn = void (*)(const Tensor& loss, const Tensor& lse, const Tensor& x, const Tensor& target,
@@ -328,6 +346,7 @@ struct Registry {
   KernelTable<IndexAddFn> index_add{"index_add"};
   KernelTable<GatherFn> gather{"gather"};
   KernelTable<ScatterAddFn> scatter_add{"scatter_add"};
+  KernelTable<IndexRangeCheckFn> check_index_range{"check_index_range"};
   KernelTable<CrossEntropyFn> cross_entropy{"cross_entropy"};
   KernelTable<CrossEntropyBackwardFn> cross_entropy_backward{"cross_entropy_backward"};
   KernelTable<RandomFn> random{"random"};
@@ -386,6 +405,7 @@ void for_each_table(R& r, Fn&& fn) {
   MINIDL_KERNEL_TABLE(index_add)
   MINIDL_KERNEL_TABLE(gather)
   MINIDL_KERNEL_TABLE(scatter_add)
+  MINIDL_KERNEL_TABLE(check_index_range)
   MINIDL_KERNEL_TABLE(cross_entropy)
   MINIDL_KERNEL_TABLE(cross_entropy_backward)
   MINIDL_KERNEL_TABLE(random)

@@ -4,8 +4,13 @@
 // One warp per row when rows are short (n <= 1024: the classifier case), one block per row
 // otherwise; every row is read from global memory a few times (max, sum, write), which the L1/L2
 // caches absorb. f16/bf16 compute in f32; the loss and logsumexp are f32 (f64 for f64 logits).
+// The cross-entropy forward validates the targets itself (the op does not wait for the device to
+// read them): a target outside [0, C) that is not ignore_index is recorded as a deferred error
+// (framework/deferred_error.h) and its row's loss is NaN; the backward only compares targets with
+// column numbers, so it reads nothing through a bad one.
 #include <cmath>
 
+#include "framework/cuda/deferred_error.cuh"
 #include "ops/cuda/block_reduce.cuh"
 #include "ops/cuda/common.cuh"
 
@@ -87,7 +92,7 @@ __global__ void softmax_backward_kernel(T* gi, const T* go, const T* y, int64_t 
 
 template <class T, class L, int G>
 __global__ void cross_entropy_kernel(L* loss, L* lse_out, const T* x, const int64_t* target, int64_t rows, int64_t n,
-                                     int64_t ignore_index) {
+                                     int64_t ignore_index, minidl::cuda::DeferredErrorRecord* err) {
   using C = compute_t<T>;
   const int64_t lane = threadIdx.x % G;
   for_each_row<G>(rows, [&](int64_t row, bool live) {
@@ -97,7 +102,14 @@ __global__ void cross_entropy_kernel(L* loss, L* lse_out, const T* x, const int6
     const C lse = ::log(r.sum) + r.max;
     const int64_t t = target[row];
     lse_out[row] = static_cast<L>(lse);
-    loss[row] = t == ignore_index ? L(0) : static_cast<L>(lse - load(xr[t]));
+    if (t == ignore_index) {
+      loss[row] = L(0);
+    } else if (minidl::cuda::in_bounds(t, n)) {
+      loss[row] = static_cast<L>(lse - load(xr[t]));
+    } else {
+      minidl::cuda::record_deferred_error(err, minidl::cuda::DeferredOp::CrossEntropy, t, n, ignore_index);
+      loss[row] = static_cast<L>(NAN);
+    }
   });
 }
 
@@ -174,13 +186,14 @@ void cross_entropy(const Tensor& loss, const Tensor& lse, const Tensor& x, const
   if (rows == 0) return;
   minidl::cuda::DeviceGuard guard(x.device());
   const int dev = x.device().index;
+  minidl::cuda::DeferredErrorSlot err(dev);
   visit_floating(x.dtype(), "cross_entropy", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using L = std::conditional_t<std::is_same_v<T, double>, double, float>;
     by_row_length(rows, n, dev, [&](auto g, unsigned blocks) {
       cross_entropy_kernel<T, L, decltype(g)::value><<<blocks, kThreads, 0, stream_of(x)>>>(
           static_cast<L*>(loss.raw_data()), static_cast<L*>(lse.raw_data()), static_cast<const T*>(x.raw_data()),
-          static_cast<const int64_t*>(target.raw_data()), rows, n, ignore_index);
+          static_cast<const int64_t*>(target.raw_data()), rows, n, ignore_index, err.get());
     });
   });
   MINIDL_CUDA_CHECK_LAUNCH("cross_entropy");
