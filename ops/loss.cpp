@@ -8,6 +8,9 @@
 // backward writes (softmax - onehot) * g / count in one pass from the saved logits and logsumexp.
 // Every other case is composed of log_softmax, gather and reductions, so all of it is
 // differentiable to any order.
+//
+// On a GPU no loss here waits for the device: the targets are checked there (a bad one is reported
+// at the next synchronisation, framework/deferred_error.h) and the fused loss is reduced there.
 #include <cmath>
 
 #include "ops/loss_common.h"
@@ -59,8 +62,9 @@ Tensor checked_weight(const char* op, const Tensor& weight, const Tensor& input,
   return cast(weight, input.dtype());
 }
 
-// Every target is a class in [0, classes) or ignore_index. Returns how many are not ignored.
-int64_t check_class_range(const char* op, const Tensor& target, int64_t classes, int64_t ignore_index) {
+// Every target is a class in [0, classes) or ignore_index, checked now on the host (CPU targets).
+// Returns how many are not ignored.
+int64_t check_class_range_on_host(const char* op, const Tensor& target, int64_t classes, int64_t ignore_index) {
   const Tensor h = target.to(Device::cpu()).contiguous();
   const int64_t* p = h.data_ptr<int64_t>();
   const int64_t n = h.numel();
@@ -72,6 +76,15 @@ int64_t check_class_range(const char* op, const Tensor& target, int64_t classes,
     ++count;
   }
   return count;
+}
+
+// The same check on either device: on a GPU it is queued there (named as `id`) and reported at the
+// next synchronisation, so nothing waits for the device here.
+void check_class_range(const char* op, cuda::DeferredOp id, const Tensor& target, int64_t classes, int64_t ignore_index) {
+  if (device_checks_indices(target.device()))
+    check_index_range_on_device(target, {id, classes, ignore_index, /*skip_detail=*/true});
+  else
+    check_class_range_on_host(op, target, classes, ignore_index);
 }
 
 // Weight of each target's class ([N, d1...]; 0 where ignored) and the targets with ignored entries
@@ -101,44 +114,80 @@ Tensor nll_core(const Tensor& logp, const Tensor& target, const Tensor& weight, 
   return apply_reduction(loss, reduction);
 }
 
-// The fused path: logits [N, C], targets [N]; `count` non-ignored targets.
-Tensor fused_cross_entropy(const Tensor& x, const Tensor& target, Reduction reduction, int64_t ignore_index, int64_t count) {
+// The fused loss reduced (sum or mean), and the scale of its gradient: 1 / count for the mean over
+// `count` non-ignored targets, 0 when every target is ignored (no gradient then), else 1. The scale
+// is a number when the count was taken on the host, a 0-dim tensor (compute dtype) on the device.
+struct FusedReduction {
+  Tensor out;
+  double scale = 1.0;
+  Tensor scale_on_device;
+};
+
+double gradient_scale(Reduction reduction, int64_t count) {
+  if (reduction != Reduction::Mean) return 1.0;
+  return count > 0 ? 1.0 / static_cast<double>(count) : 0.0;
+}
+
+// On the host (CPU losses): a serial f64 sum of the per-row losses, exact enough and independent of
+// the thread count.
+FusedReduction reduce_rows_on_host(const Tensor& loss_rows, Reduction reduction, int64_t count, DType dtype, Device device) {
+  const std::vector<double> v = loss_rows.to_vector<double>();
+  double total = 0;
+  for (double l : v) total += l;
+  if (reduction == Reduction::Mean) total /= static_cast<double>(count);  // 0/0 = NaN when all ignored, as PyTorch
+  return {scalar_tensor(total, TensorOptions(dtype).device(device)), gradient_scale(reduction, count), Tensor()};
+}
+
+// On the device, without waiting for it: an f64 sum of the per-row losses (the reduce kernel's order
+// is fixed, so every run gives the same bits, and the f64 sum rounds into the result's dtype as the
+// host's does) and the count of non-ignored targets, which stays there too.
+FusedReduction reduce_rows_on_device(const Tensor& loss_rows, const Tensor& target, Reduction reduction,
+                                     int64_t ignore_index, DType dtype, DType compute) {
+  const Tensor total = sum(cast(loss_rows, DType::F64));
+  if (reduction == Reduction::Sum) return {cast(total, dtype), 1.0, Tensor()};
+  const Tensor count = cast(sum(ne(target, static_cast<double>(ignore_index))), DType::F64);
+  const Tensor out = cast(div(total, count), dtype);  // 0/0 = NaN when all ignored, as PyTorch
+  const Tensor scale = where(gt(count, 0.0), div(ones_like(count), count), zeros_like(count));
+  return {out, 1.0, cast(scale, compute)};
+}
+
+// The fused path: logits [N, C], targets [N]. CPU targets are checked here; on a GPU the kernel
+// checks them (a bad target is reported at the next synchronisation).
+Tensor fused_cross_entropy(const Tensor& x, const Tensor& target, Reduction reduction, int64_t ignore_index) {
   const int64_t rows = x.shape()[0];
+  const bool on_device = device_checks_indices(x.device());
+  const int64_t host_count = on_device ? 0 : check_class_range_on_host("cross_entropy", target, x.shape()[1], ignore_index);
   const DType cdt = x.dtype() == DType::F64 ? DType::F64 : DType::F32;
   const Tensor xc = x.detach().contiguous(), tc = target.contiguous();
   Tensor loss_rows = new_empty({rows}, cdt, x.device());
   Tensor lse = new_empty({rows}, cdt, x.device());
   K().cross_entropy.get(x.device(), x.dtype())(loss_rows, lse, xc, tc, ignore_index);
-  Tensor out;
-  if (reduction == Reduction::None) {
-    out = cast(loss_rows, x.dtype());
-  } else {
-    // Serial f64 sum of per-row losses: exact enough and independent of thread count.
-    const std::vector<double> v = loss_rows.to_vector<double>();
-    double total = 0;
-    for (double l : v) total += l;
-    if (reduction == Reduction::Mean) total /= static_cast<double>(count);  // 0/0 = NaN when all ignored, as PyTorch
-    out = scalar_tensor(total, TensorOptions(x.dtype()).device(x.device()));
-  }
-  // Mean divides by the number of non-ignored targets; with none, every gradient is 0.
-  const double scale = reduction == Reduction::Mean ? (count > 0 ? 1.0 / static_cast<double>(count) : 0.0) : 1.0;
-  autograd::record("CrossEntropyBackward", {x}, {out}, {x, tc, lse},
-                   [scale, ignore_index, cdt](const TensorList& g, const TensorList& s) {
+  FusedReduction r;
+  if (reduction == Reduction::None) r.out = cast(loss_rows, x.dtype());
+  else if (on_device) r = reduce_rows_on_device(loss_rows, tc, reduction, ignore_index, x.dtype(), cdt);
+  else r = reduce_rows_on_host(loss_rows, reduction, host_count, x.dtype(), x.device());
+  autograd::record("CrossEntropyBackward", {x}, {r.out}, {x, tc, lse},
+                   [scale = r.scale, scale_t = r.scale_on_device, ignore_index, cdt](const TensorList& g, const TensorList& s) {
                      const Tensor &xs = s[0], &ts = s[1], &ls = s[2];
                      if (GradMode::is_enabled()) {
                        // create_graph: the same formula in differentiable ops.
                        Tensor mask = ne(ts, static_cast<double>(ignore_index));
                        Tensor safe = where(mask, ts, zeros_like(ts));
                        Tensor onehot = cast(one_hot(safe, xs.shape()[1]), xs.dtype());
-                       Tensor gr = mul(mul(g[0].dim() == 0 ? g[0] : g[0].unsqueeze(1), cast(mask, xs.dtype()).unsqueeze(1)), scale);
+                       Tensor gr = mul(g[0].dim() == 0 ? g[0] : g[0].unsqueeze(1), cast(mask, xs.dtype()).unsqueeze(1));
+                       gr = scale_t.defined() ? mul(gr, cast(scale_t, xs.dtype())) : mul(gr, scale);
                        return TensorList{mul(sub(softmax(xs, 1), onehot), gr)};
                      }
+                     // A device-side scale is folded into g (the kernel computes scale * g in the
+                     // compute dtype either way, so the products are the same).
+                     Tensor gc = cast(g[0], cdt);
+                     if (scale_t.defined()) gc = mul(gc, scale_t);
                      Tensor gx = new_empty(xs.shape(), xs.dtype(), xs.device());
-                     K().cross_entropy_backward.get(xs.device(), xs.dtype())(gx, xs.contiguous(), ls, ts,
-                                                                             cast(g[0], cdt).contiguous(), scale, ignore_index);
+                     K().cross_entropy_backward.get(xs.device(), xs.dtype())(gx, xs.contiguous(), ls, ts, gc.contiguous(),
+                                                                             scale_t.defined() ? 1.0 : scale, ignore_index);
                      return TensorList{gx};
                    });
-  return out;
+  return r.out;
 }
 
 // Logits [N, C, d1, ...] as [N * d1 * ..., C] rows (a copy when there are spatial dims).
@@ -193,7 +242,7 @@ Tensor nll_loss(const Tensor& input_arg, const Tensor& target, const CrossEntrop
   }
   const int64_t classes = input.shape()[1];
   Tensor weight = checked_weight(op, o.weight, input, classes);
-  check_class_range(op, target, classes, o.ignore_index);
+  check_class_range(op, cuda::DeferredOp::NllLoss, target, classes, o.ignore_index);
   return nll_core(input, target, weight, o.reduction, o.ignore_index);
 }
 
@@ -223,12 +272,13 @@ Tensor cross_entropy(const Tensor& logits_arg, const Tensor& target_arg, const C
   }
   const int64_t classes = logits.shape()[1];
   Tensor weight = checked_weight(op, o.weight, logits, classes);
-  const int64_t count = check_class_range(op, target, classes, o.ignore_index);
 
   if (!weight.defined() && o.label_smoothing == 0.0) {
-    Tensor loss = fused_cross_entropy(classes_last(logits), target.reshape({-1}), o.reduction, o.ignore_index, count);
+    Tensor loss = fused_cross_entropy(classes_last(logits), target.reshape({-1}), o.reduction, o.ignore_index);
     return o.reduction == Reduction::None ? loss.reshape(target.shape()) : loss;
   }
+  // Checked before any kernel reads the targets, so that a bad one is named as a target.
+  check_class_range(op, cuda::DeferredOp::CrossEntropy, target, classes, o.ignore_index);
 
   Tensor logp = log_softmax(logits, 1);
   Tensor nll = nll_core(logp, target, weight, o.reduction, o.ignore_index);
