@@ -26,7 +26,11 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
     if (*padding_idx < 0) *padding_idx += rows;
   }
   const Tensor flat = cast(indices, DType::I64).reshape({-1});
-  if (flat.numel() > 0) {
+  if (device_checks_indices(flat.device())) {
+    // Checked where the indices live, without waiting: a bad one is reported at the next
+    // synchronisation. Queued ahead of index_select's own check, so the message names embedding.
+    check_index_range_on_device(flat, {cuda::DeferredOp::Embedding, rows});
+  } else if (flat.numel() > 0) {
     const int64_t lo = min(flat).item<int64_t>(), hi = max(flat).item<int64_t>();
     MINIDL_CHECK(lo >= 0 && hi < rows, op, "index ", lo < 0 ? lo : hi, " is out of range for a table of ", rows, " rows");
   }

@@ -1,7 +1,9 @@
 // Indexing: index_select (backward: index_add into zeros), gather (backward: scatter_add into
 // zeros) and one_hot. The two scatter-style ops are differentiable too (their backward is the
-// matching select/gather), so gradients of any order work. Every index is validated on the host
-// with an error naming the offending value, so kernels can skip bounds checks. Autocast policy: None.
+// matching select/gather), so gradients of any order work. CPU indices are validated on the host
+// with an error naming the offending value, so the CPU kernels skip bounds checks; the CUDA kernels
+// check every index they read and report a bad one at the next synchronisation (ops/common.h's
+// device_checks_indices), so that no op waits for the device. Autocast policy: None.
 #include <algorithm>
 
 #include "ops/common.h"
@@ -64,7 +66,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index_in) {
   }
   dim = wrap_dim(dim, x.dim(), name);
   const Tensor index = cast(index_in, DType::I64).contiguous().reshape({-1});
-  check_bounds(name, index, dim, x.shape()[dim]);
+  if (!device_checks_indices(x.device())) check_bounds(name, index, dim, x.shape()[dim]);
   Shape out_shape = x.shape();
   out_shape[dim] = index.numel();
   Tensor out = new_empty(out_shape, x.dtype(), x.device());
@@ -93,7 +95,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
     MINIDL_CHECK(d == dim || index.shape()[d] <= x.shape()[d], name, "index ", shape_str(index.shape()),
                  " must not be larger than input ", shape_str(x.shape()), " apart from dimension ", dim,
                  " (mismatch at dimension ", d, ")");
-  check_bounds(name, index, dim, x.shape()[dim]);
+  if (!device_checks_indices(x.device())) check_bounds(name, index, dim, x.shape()[dim]);
   Tensor out = new_empty(index.shape(), x.dtype(), x.device());
   K().gather.get(x.device(), x.dtype())(out, x.detach(), dim, index);
   if (x.is_floating_point())
@@ -108,6 +110,18 @@ Tensor one_hot(const Tensor& index, int64_t num_classes) {
   check_defined(index, name, "index");
   MINIDL_CHECK(index.dtype() == DType::I64, name, "is only applicable to an i64 index tensor, got ", index.meta_str());
   MINIDL_CHECK(num_classes >= -1, name, "num_classes must be -1 (infer) or non-negative, got ", num_classes);
+  if (device_checks_indices(index.device()) && num_classes >= 0) {
+    // Built where the index lives, without waiting for it: each value compared with every class;
+    // values are checked there and a bad one reported at the next synchronisation.
+    MINIDL_CHECK(index.numel() > 0 || num_classes > 0, name,
+                 "cannot infer the number of classes from an empty tensor; pass num_classes > 0");
+    check_index_range_on_device(index, {cuda::DeferredOp::OneHot, num_classes});
+    const Tensor classes = arange(0, static_cast<double>(num_classes), 1, TensorOptions(DType::I64).device(index.device()));
+    return cast(eq(index.unsqueeze(-1), classes), DType::I64);
+  }
+  // Here on the host. With num_classes -1 the output's shape depends on the largest value, so a GPU
+  // index is read back (a wait for the device, as PyTorch's one_hot without num_classes): the
+  // caller asked for a shape only the values can give.
   const Tensor h = host_index(index);
   const int64_t* p = h.data_ptr<int64_t>();
   const int64_t n = h.numel();
