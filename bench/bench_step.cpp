@@ -10,9 +10,20 @@
 // fixed numbers from another run; bench/compare/run.sh measures PyTorch side by side instead.
 //
 //   build-bench/bench/minidl-bench-step [reps=5] [models=mlp,lenet,cnn,resnet20]
-//   build-bench/bench/minidl-bench-step --one MODEL f32|bf16|fp16 STEPS REPS [BATCH]
+//   build-bench/bench/minidl-bench-step --one MODEL f32|bf16|fp16 STEPS REPS [BATCH] [--device cpu|cuda]
+//   build-bench/bench/minidl-bench-step --suite MODEL:BATCH[,...] PREC[,...] SECONDS REPS [--device cpu|cuda]
+//   build-bench/bench/minidl-bench-step --conv-layout SECONDS REPS [BATCH] [--device cpu|cuda]
 // The second form (used by bench/compare/) runs one workload and prints one JSON line: samples/s
 // per repetition, seconds from the start of main to the end of the first step, threads.
+// The third (bench/gpu/run.sh's steps stage, beside bench/compare/torch_models.py --suite) runs every
+// workload x precision in one process, one JSON line each; each repetition runs as many steps as
+// take about SECONDS by the warm-up's timing (at least 3).
+// The fourth times f16 conv2d forward + backward on ResNet-20's convolution shapes with the images
+// NCHW and channels-last (bench/gpu/run.sh's conv_layout stage, beside torch_models.py --conv-layout);
+// one JSON line per shape and layout.
+// On --device cuda the batches live on the GPU before the clock starts, the clock is read after
+// cuda::synchronize(), warm-up steps are not timed, and fp16/bf16 mean CUDA autocast (fp16 with a
+// GradScaler on the GPU). Without a usable GPU it says so and exits with status 2.
 #include <omp.h>
 
 #include <algorithm>
@@ -26,6 +37,7 @@
 
 #include "data/dataloader.h"
 #include "data/tensor_dataset.h"
+#include "framework/cuda.h"
 #include "minidl.h"
 
 namespace {
@@ -57,22 +69,28 @@ struct Config {
 // One model with its data, optimizer and scaler; runs training steps in any configuration.
 class Runner {
  public:
-  explicit Runner(const ModelSpec& spec)
+  // On a CUDA device the model, and the prepared batches, are moved there up front (the DataLoader
+  // configurations stay CPU-only).
+  explicit Runner(const ModelSpec& spec, Device device = Device::cpu())
       : spec_(spec),
+        device_(device),
         data_(randn(with_batch(spec.input, kBatches * spec.batch))),
         target_(randint(0, 10, {kBatches * spec.batch})),
         dataset_(data_, target_),
         loader_(dataset_, data::LoaderOptions().batch_size(spec.batch).shuffle(true).workers(2)),
-        model_(nn::models::make_model(spec.name)),
+        model_(model_on(spec.name, device)),
         opt_(model_->parameters(), optim::SGDOptions(0.01).momentum(0.9)),
-        scaler_(amp::GradScalerOptions()) {
+        scaler_(device, amp::GradScalerOptions()) {
     for (int64_t b = 0; b < kBatches; ++b)
-      batches_.push_back({data_.narrow(0, b * spec.batch, spec.batch).contiguous(),
-                          target_.narrow(0, b * spec.batch, spec.batch).contiguous()});
+      batches_.push_back({data_.narrow(0, b * spec.batch, spec.batch).contiguous().to(device),
+                          target_.narrow(0, b * spec.batch, spec.batch).contiguous().to(device)});
+    sync();
   }
 
-  // Runs `steps` training steps; returns seconds.
+  // Runs `steps` training steps; returns seconds (on CUDA from an idle device to the last step's
+  // completion).
   double run(const Config& c, int steps) {
+    sync();
     auto t0 = std::chrono::steady_clock::now();
     int done = 0;
     while (done < steps) {
@@ -88,6 +106,7 @@ class Runner {
         }
       }
     }
+    sync();
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
@@ -102,12 +121,20 @@ class Runner {
     return s;
   }
   static double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+  static std::shared_ptr<nn::Layer> model_on(const std::string& name, Device device) {
+    auto m = nn::models::make_model(name);
+    m->to(device);
+    return m;
+  }
+  void sync() const {
+    if (device_.is_cuda()) cuda::synchronize(device_.index);
+  }
 
   void step(const Tensor& x, const Tensor& y, Precision p) {
     const double t0 = now();
     Tensor loss;
     {
-      amp::autocast scope(DeviceType::CPU, p == Precision::FP16 ? DType::F16 : DType::BF16, p != Precision::F32);
+      amp::autocast scope(device_.type, p == Precision::FP16 ? DType::F16 : DType::BF16, p != Precision::F32);
       loss = nn::functional::cross_entropy(model_->forward(x), y);
     }
     const double t1 = now();
@@ -126,6 +153,7 @@ class Runner {
   }
 
   ModelSpec spec_;
+  Device device_;
   Tensor data_, target_;
   data::TensorDataset dataset_;
   data::DataLoader loader_;
@@ -184,42 +212,281 @@ int os_threads() {
   return n;
 }
 
-// --one MODEL PRECISION STEPS REPS: one workload, one JSON line (bench/compare/ runs one process per
-// workload so that each gets its own peak RSS and time to the first step).
+// A mode's positional arguments (after the mode's name) and its one flag, --device cpu|cuda[:N].
+struct Args {
+  std::vector<std::string> pos;
+  Device device = Device::cpu();
+};
+
+// False (having said why) on an unknown or malformed flag.
+bool parse_args(int argc, char** argv, Args& a) {
+  for (int i = 2; i < argc; ++i) {
+    const std::string s = argv[i];
+    if (s == "--device") {
+      if (i + 1 == argc) {
+        std::fprintf(stderr, "minidl-bench-step: --device needs a value (cpu or cuda)\n");
+        return false;
+      }
+      try {
+        a.device = Device::parse(argv[++i]);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "minidl-bench-step: --device %s: %s\n", argv[i], e.what());
+        return false;
+      }
+    } else if (s.size() > 2 && s.compare(0, 2, "--") == 0) {
+      std::fprintf(stderr, "minidl-bench-step: unknown flag %s (the modes take only --device)\n", s.c_str());
+      return false;
+    } else {
+      a.pos.push_back(s);
+    }
+  }
+  return true;
+}
+
+// --device cuda needs a usable GPU; there is no silent fall-back to the CPU.
+bool device_usable(Device d) {
+  if (!d.is_cuda()) return true;
+  if (cuda::is_available() && d.index < cuda::device_count()) return true;
+  std::fprintf(stderr, "minidl-bench-step: --device %s: %s\n", d.str().c_str(),
+               !cuda::is_compiled()     ? "this build has no CUDA backend (configure with -DMINIDL_CUDA=ON); use --device cpu"
+               : !cuda::is_available() ? "no usable CUDA GPU here (no device, or no working driver); use --device cpu"
+                                       : "no such device");
+  return false;
+}
+
+bool parse_precision(const std::string& s, Precision& p) {
+  if (s == "f32") p = Precision::F32;
+  else if (s == "bf16") p = Precision::BF16;
+  else if (s == "fp16") p = Precision::FP16;
+  else return false;
+  return true;
+}
+
+const ModelSpec* find_model(const std::string& name) {
+  for (const ModelSpec& m : kModels)
+    if (name == m.name) return &m;
+  return nullptr;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t b = 0;
+  for (size_t e; (e = s.find(sep, b)) != std::string::npos; b = e + 1) out.push_back(s.substr(b, e - b));
+  out.push_back(s.substr(b));
+  return out;
+}
+
+int64_t device_allocs(Device d) { return d.is_cuda() ? cuda::memory_stats(d.index).device_allocs : 0; }
+
+// One workload's JSON line. `first` is the seconds to the end of the first step (--one: from the
+// start of the process; --suite: from the start of this workload's set-up). On CUDA also the GPU's
+// name and the device allocations (cudaMalloc calls) during the timed repetitions.
+void print_result(const ModelSpec& spec, const std::string& prec, Device dev, double first, int steps,
+                  const std::vector<double>& rates, int64_t allocs) {
+  std::printf("{\"side\": \"minidl\", \"model\": \"%s\", \"precision\": \"%s\", \"batch\": %lld, \"threads\": %d, "
+              "\"first_step_s\": %.4f, \"samples_per_s\": [",
+              spec.name, prec.c_str(), (long long)spec.batch, omp_get_max_threads(), first);
+  for (size_t r = 0; r < rates.size(); ++r) std::printf("%s%.2f", r ? ", " : "", rates[r]);
+  std::printf("], \"os_threads\": %d, \"cpu_kernels\": \"%s\", \"device\": \"%s\", \"steps\": %d", os_threads(),
+              kernels::cpu_kernels_description().c_str(), dev.str().c_str(), steps);
+  if (dev.is_cuda())
+    std::printf(", \"gpu\": \"%s\", \"device_allocs\": %lld", cuda::get_device_properties(dev.index).name.c_str(),
+                (long long)allocs);
+  std::printf("}\n");
+  std::fflush(stdout);
+}
+
+// --one MODEL PRECISION STEPS REPS [BATCH] [--device D]: one workload, one JSON line (bench/compare/
+// runs one process per workload so that each gets its own peak RSS and time to the first step).
 int run_one(int argc, char** argv) {
-  if (argc != 6 && argc != 7) {
-    std::fprintf(stderr, "usage: minidl-bench-step --one MODEL f32|bf16|fp16 STEPS REPS [BATCH]\n");
+  Args a;
+  if (!parse_args(argc, argv, a)) return 2;
+  if (a.pos.size() != 4 && a.pos.size() != 5) {
+    std::fprintf(stderr, "usage: minidl-bench-step --one MODEL f32|bf16|fp16 STEPS REPS [BATCH] [--device cpu|cuda]\n");
     return 2;
   }
-  const std::string model = argv[2], prec = argv[3];
-  const int steps = std::atoi(argv[4]), reps = std::atoi(argv[5]);
-  const ModelSpec* spec = nullptr;
-  for (const ModelSpec& m : kModels)
-    if (model == m.name) spec = &m;
-  const Precision p = prec == "f32" ? Precision::F32 : prec == "bf16" ? Precision::BF16 : Precision::FP16;
-  const int64_t batch = argc == 7 ? std::atoll(argv[6]) : (spec ? spec->batch : 0);
-  if (!spec || (prec != "f32" && prec != "bf16" && prec != "fp16") || steps < 1 || reps < 1 || batch < 1) {
+  const std::string prec = a.pos[1];
+  const int steps = std::atoi(a.pos[2].c_str()), reps = std::atoi(a.pos[3].c_str());
+  const ModelSpec* spec = find_model(a.pos[0]);
+  Precision p = Precision::F32;
+  const bool prec_ok = parse_precision(prec, p);
+  const int64_t batch = a.pos.size() == 5 ? std::atoll(a.pos[4].c_str()) : (spec ? spec->batch : 0);
+  if (!spec || !prec_ok || steps < 1 || reps < 1 || batch < 1) {
     std::fprintf(stderr, "minidl-bench-step --one: unknown model or precision, or steps/reps/batch < 1\n");
     return 2;
   }
+  if (!device_usable(a.device)) return 2;
   ModelSpec sized = *spec;
   sized.batch = batch;  // the batch-size scaling runs of bench/compare/
-  spec = &sized;
-  Runner runner(*spec);
+  Runner runner(sized, a.device);
   runner.run({p, false}, 1);
   const double first = std::chrono::duration<double>(std::chrono::steady_clock::now() - kStart).count();
   runner.run({p, false}, std::max(2, steps / 5));  // warm-up
-  std::printf("{\"side\": \"minidl\", \"model\": \"%s\", \"precision\": \"%s\", \"batch\": %lld, \"threads\": %d, "
-              "\"first_step_s\": %.4f, \"samples_per_s\": [",
-              spec->name, prec.c_str(), (long long)spec->batch, omp_get_max_threads(), first);
-  for (int r = 0; r < reps; ++r) std::printf("%s%.2f", r ? ", " : "", steps * spec->batch / runner.run({p, false}, steps));
-  std::printf("], \"os_threads\": %d, \"cpu_kernels\": \"%s\"}\n", os_threads(), kernels::cpu_kernels_description().c_str());
+  const int64_t allocs0 = device_allocs(a.device);
+  std::vector<double> rates;
+  for (int r = 0; r < reps; ++r) rates.push_back(steps * sized.batch / runner.run({p, false}, steps));
+  print_result(sized, prec, a.device, first, steps, rates, device_allocs(a.device) - allocs0);
+  return 0;
+}
+
+// --suite MODEL:BATCH[,...] PREC[,...] SECONDS REPS [--device D]: every workload in every precision,
+// one after the other in this process (workload-major), one JSON line each. Per workload: one step
+// (first_step_s), two warm-up steps, three more timed to size the repetitions, then REPS repetitions
+// of max(3, SECONDS / that step time) steps. bench/compare/torch_models.py --suite does the same.
+int run_suite(int argc, char** argv) {
+  Args a;
+  if (!parse_args(argc, argv, a)) return 2;
+  const char* usage = "usage: minidl-bench-step --suite MODEL:BATCH[,...] f32|bf16|fp16[,...] SECONDS REPS [--device cpu|cuda]\n";
+  if (a.pos.size() != 4) {
+    std::fprintf(stderr, "%s", usage);
+    return 2;
+  }
+  std::vector<ModelSpec> workloads;
+  for (const std::string& w : split(a.pos[0], ',')) {
+    const auto parts = split(w, ':');
+    const ModelSpec* spec = parts.size() == 2 ? find_model(parts[0]) : nullptr;
+    const int64_t batch = parts.size() == 2 ? std::atoll(parts[1].c_str()) : 0;
+    if (!spec || batch < 1) {
+      std::fprintf(stderr, "minidl-bench-step --suite: bad workload '%s' (MODEL:BATCH, MODEL one of mlp, lenet, cnn, resnet20)\n%s",
+                   w.c_str(), usage);
+      return 2;
+    }
+    workloads.push_back(*spec);
+    workloads.back().batch = batch;
+  }
+  std::vector<std::pair<std::string, Precision>> precs;
+  for (const std::string& s : split(a.pos[1], ',')) {
+    Precision p;
+    if (!parse_precision(s, p)) {
+      std::fprintf(stderr, "minidl-bench-step --suite: unknown precision '%s'\n%s", s.c_str(), usage);
+      return 2;
+    }
+    precs.push_back({s, p});
+  }
+  const double seconds = std::atof(a.pos[2].c_str());
+  const int reps = std::atoi(a.pos[3].c_str());
+  if (!(seconds > 0) || reps < 1) {
+    std::fprintf(stderr, "minidl-bench-step --suite: SECONDS must be > 0 and REPS >= 1\n%s", usage);
+    return 2;
+  }
+  if (!device_usable(a.device)) return 2;
+  for (const ModelSpec& spec : workloads)
+    for (const auto& [name, p] : precs) {
+      const auto t0 = std::chrono::steady_clock::now();
+      Runner runner(spec, a.device);
+      runner.run({p, false}, 1);
+      const double first = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      runner.run({p, false}, 2);                              // warm-up
+      const double step_s = runner.run({p, false}, 3) / 3;  // warm-up, timed
+      const int steps = static_cast<int>(std::clamp(seconds / step_s, 3.0, 1e5));
+      const int64_t allocs0 = device_allocs(a.device);
+      std::vector<double> rates;
+      for (int r = 0; r < reps; ++r) rates.push_back(steps * spec.batch / runner.run({p, false}, steps));
+      print_result(spec, name, a.device, first, steps, rates, device_allocs(a.device) - allocs0);
+    }
+  return 0;
+}
+
+// ResNet-20's convolutions (CIFAR, 3x32x32 images): input channels, output channels, input height =
+// width, kernel, stride, and how many of the model's 21 convolutions have that shape (padding k / 2).
+struct ConvShape {
+  int64_t cin, cout, hw, k, stride, count;
+};
+const ConvShape kResNet20Convs[] = {
+    {3, 16, 32, 3, 1, 1},  {16, 16, 32, 3, 1, 6}, {16, 32, 32, 3, 2, 1}, {16, 32, 32, 1, 2, 1},
+    {32, 32, 16, 3, 1, 5}, {32, 64, 16, 3, 2, 1}, {32, 64, 16, 1, 2, 1}, {64, 64, 8, 3, 1, 5},
+};
+
+// --conv-layout SECONDS REPS [BATCH=128] [--device D]: f16 conv2d forward + backward (input and
+// weight gradients, no bias) of each ResNet-20 shape, images (x and the output gradient) NCHW and
+// channels-last, the weight contiguous as minidl's Conv2d holds it. Per shape: three warm-up passes
+// per layout, five timed to size the repetitions, then REPS repetitions alternating the layouts.
+// One JSON line per shape and layout: ms per forward + backward, per repetition, and the layout of
+// the output conv2d returned.
+int run_conv_layout(int argc, char** argv) {
+  Args a;
+  if (!parse_args(argc, argv, a)) return 2;
+  if (a.pos.size() != 2 && a.pos.size() != 3) {
+    std::fprintf(stderr, "usage: minidl-bench-step --conv-layout SECONDS REPS [BATCH=128] [--device cpu|cuda]\n");
+    return 2;
+  }
+  const double seconds = std::atof(a.pos[0].c_str());
+  const int reps = std::atoi(a.pos[1].c_str());
+  const int64_t batch = a.pos.size() == 3 ? std::atoll(a.pos[2].c_str()) : 128;
+  if (!(seconds > 0) || reps < 1 || batch < 1) {
+    std::fprintf(stderr, "minidl-bench-step --conv-layout: SECONDS must be > 0, REPS and BATCH >= 1\n");
+    return 2;
+  }
+  if (!device_usable(a.device)) return 2;
+  const Device dev = a.device;
+  auto sync = [&] {
+    if (dev.is_cuda()) cuda::synchronize(dev.index);
+  };
+  const MemoryFormat formats[2] = {MemoryFormat::Contiguous, MemoryFormat::ChannelsLast};
+  const char* format_names[2] = {"nchw", "channels_last"};
+  for (const ConvShape& c : kResNet20Convs) {
+    const int64_t pad = c.k / 2, out_hw = (c.hw + 2 * pad - c.k) / c.stride + 1;
+    const Tensor w = (randn({c.cout, c.cin, c.k, c.k}) * 0.1).to(DType::F16).to(dev);
+    Tensor x[2], gy[2];
+    for (int f = 0; f < 2; ++f) {
+      x[f] = randn({batch, c.cin, c.hw, c.hw}).to(DType::F16).to(dev).contiguous(formats[f]);
+      gy[f] = randn({batch, c.cout, out_hw, out_hw}).to(DType::F16).to(dev).contiguous(formats[f]);
+    }
+    MemoryFormat out_format[2] = {MemoryFormat::Contiguous, MemoryFormat::Contiguous};
+    // n passes of forward + backward in layout f; seconds from an idle device to the last pass's end.
+    auto run = [&](int f, int n) {
+      sync();
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < n; ++i) {
+        Tensor xi = x[f].detach(), wi = w.detach();
+        xi.requires_grad_(true);
+        wi.requires_grad_(true);
+        Tensor y = conv2d(xi, wi, Tensor(), {c.stride, c.stride}, {pad, pad});
+        out_format[f] = y.suggest_memory_format();
+        y.backward(gy[f]);
+      }
+      sync();
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    double pass_s = 0;
+    for (int f = 0; f < 2; ++f) {
+      run(f, 3);                          // warm-up (cuDNN's algorithm choice, the allocator)
+      pass_s = std::max(pass_s, run(f, 5) / 5);  // warm-up, timed
+    }
+    const int n = static_cast<int>(std::clamp(seconds / pass_s, 3.0, 1e5));
+    std::vector<double> ms[2];
+    for (int r = 0; r < reps; ++r)
+      for (int i = 0; i < 2; ++i) {
+        const int f = r % 2 ? 1 - i : i;
+        ms[f].push_back(run(f, n) / n * 1e3);
+      }
+    for (int f = 0; f < 2; ++f) {
+      std::printf("{\"side\": \"minidl\", \"conv\": \"%lldx%lldx%lldx%lld k%lld s%lld\", \"cin\": %lld, \"cout\": %lld, "
+                  "\"hw\": %lld, \"k\": %lld, \"stride\": %lld, \"count\": %lld, \"batch\": %lld, \"dtype\": \"f16\", "
+                  "\"layout\": \"%s\", \"output_layout\": \"%s\", \"device\": \"%s\", \"passes\": %d, \"ms\": [",
+                  (long long)c.cin, (long long)c.cout, (long long)c.hw, (long long)c.hw, (long long)c.k, (long long)c.stride,
+                  (long long)c.cin, (long long)c.cout, (long long)c.hw, (long long)c.k, (long long)c.stride,
+                  (long long)c.count, (long long)batch, format_names[f],
+                  out_format[f] == MemoryFormat::ChannelsLast ? "channels_last" : "nchw", dev.str().c_str(), n);
+      for (size_t r = 0; r < ms[f].size(); ++r) std::printf("%s%.4f", r ? ", " : "", ms[f][r]);
+      std::printf("]}\n");
+    }
+    std::fflush(stdout);
+  }
   return 0;
 }
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::string(argv[1]) == "--one") return run_one(argc, argv);
+  const std::string mode = argc > 1 ? argv[1] : "";
+  try {
+    if (mode == "--one") return run_one(argc, argv);
+    if (mode == "--suite") return run_suite(argc, argv);
+    if (mode == "--conv-layout") return run_conv_layout(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "minidl-bench-step %s: %s\n", mode.c_str(), e.what());
+    return 1;
+  }
   const int reps = argc > 1 ? std::atoi(argv[1]) : 5;
   const std::string which = argc > 2 ? argv[2] : "mlp,lenet,cnn,resnet20";
   auto env = [](const char* v) { return std::getenv(v) ? std::getenv(v) : "(unset)"; };
