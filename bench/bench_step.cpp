@@ -12,13 +12,13 @@
 //   build-bench/bench/minidl-bench-step [reps=5] [models=mlp,lenet,cnn,resnet20]
 //   build-bench/bench/minidl-bench-step --one MODEL f32|bf16|fp16 STEPS REPS [BATCH] [--device cpu|cuda]
 //   build-bench/bench/minidl-bench-step --suite MODEL:BATCH[,...] PREC[,...] SECONDS REPS [--device cpu|cuda]
-//   build-bench/bench/minidl-bench-step --conv-layout SECONDS REPS [BATCH] [--device cpu|cuda]
+//   build-bench/bench/minidl-bench-step --conv-layout SECONDS REPS [BATCH [f16|bf16|f32]] [--device cpu|cuda]
 // The second form (used by bench/compare/) runs one workload and prints one JSON line: samples/s
 // per repetition, seconds from the start of main to the end of the first step, threads.
 // The third (bench/gpu/run.sh's steps stage, beside bench/compare/torch_models.py --suite) runs every
 // workload x precision in one process, one JSON line each; each repetition runs as many steps as
 // take about SECONDS by the warm-up's timing (at least 3).
-// The fourth times f16 conv2d forward + backward on ResNet-20's convolution shapes with the images
+// The fourth times f16 (by default) conv2d forward + backward on ResNet-20's convolution shapes with the images
 // NCHW and channels-last (bench/gpu/run.sh's conv_layout stage, beside torch_models.py --conv-layout);
 // one JSON line per shape and layout.
 // On --device cuda the batches live on the GPU before the clock starts, the clock is read after
@@ -397,7 +397,7 @@ const ConvShape kResNet20Convs[] = {
     {32, 32, 16, 3, 1, 5}, {32, 64, 16, 3, 2, 1}, {32, 64, 16, 1, 2, 1}, {64, 64, 8, 3, 1, 5},
 };
 
-// --conv-layout SECONDS REPS [BATCH=128] [--device D]: f16 conv2d forward + backward (input and
+// --conv-layout SECONDS REPS [BATCH=128 [DTYPE=f16]] [--device D]: conv2d forward + backward (input and
 // weight gradients, no bias) of each ResNet-20 shape, images (x and the output gradient) NCHW and
 // channels-last, the weight contiguous as minidl's Conv2d holds it. Per shape: three warm-up passes
 // per layout, five timed to size the repetitions, then REPS repetitions alternating the layouts.
@@ -406,15 +406,17 @@ const ConvShape kResNet20Convs[] = {
 int run_conv_layout(int argc, char** argv) {
   Args a;
   if (!parse_args(argc, argv, a)) return 2;
-  if (a.pos.size() != 2 && a.pos.size() != 3) {
-    std::fprintf(stderr, "usage: minidl-bench-step --conv-layout SECONDS REPS [BATCH=128] [--device cpu|cuda]\n");
+  if (a.pos.size() < 2 || a.pos.size() > 4) {
+    std::fprintf(stderr, "usage: minidl-bench-step --conv-layout SECONDS REPS [BATCH=128 [f16|bf16|f32]] [--device cpu|cuda]\n");
     return 2;
   }
+  const std::string dtype_arg = a.pos.size() == 4 ? a.pos[3] : "f16";
+  const DType dtype = dtype_arg == "f16" ? DType::F16 : dtype_arg == "bf16" ? DType::BF16 : DType::F32;
   const double seconds = std::atof(a.pos[0].c_str());
   const int reps = std::atoi(a.pos[1].c_str());
-  const int64_t batch = a.pos.size() == 3 ? std::atoll(a.pos[2].c_str()) : 128;
-  if (!(seconds > 0) || reps < 1 || batch < 1) {
-    std::fprintf(stderr, "minidl-bench-step --conv-layout: SECONDS must be > 0, REPS and BATCH >= 1\n");
+  const int64_t batch = a.pos.size() >= 3 ? std::atoll(a.pos[2].c_str()) : 128;
+  if (!(seconds > 0) || reps < 1 || batch < 1 || (dtype_arg != "f16" && dtype_arg != "bf16" && dtype_arg != "f32")) {
+    std::fprintf(stderr, "minidl-bench-step --conv-layout: SECONDS must be > 0, REPS and BATCH >= 1, DTYPE f16, bf16 or f32\n");
     return 2;
   }
   if (!device_usable(a.device)) return 2;
@@ -426,11 +428,11 @@ int run_conv_layout(int argc, char** argv) {
   const char* format_names[2] = {"nchw", "channels_last"};
   for (const ConvShape& c : kResNet20Convs) {
     const int64_t pad = c.k / 2, out_hw = (c.hw + 2 * pad - c.k) / c.stride + 1;
-    const Tensor w = (randn({c.cout, c.cin, c.k, c.k}) * 0.1).to(DType::F16).to(dev);
+    const Tensor w = (randn({c.cout, c.cin, c.k, c.k}) * 0.1).to(dtype).to(dev);
     Tensor x[2], gy[2];
     for (int f = 0; f < 2; ++f) {
-      x[f] = randn({batch, c.cin, c.hw, c.hw}).to(DType::F16).to(dev).contiguous(formats[f]);
-      gy[f] = randn({batch, c.cout, out_hw, out_hw}).to(DType::F16).to(dev).contiguous(formats[f]);
+      x[f] = randn({batch, c.cin, c.hw, c.hw}).to(dtype).to(dev).contiguous(formats[f]);
+      gy[f] = randn({batch, c.cout, out_hw, out_hw}).to(dtype).to(dev).contiguous(formats[f]);
     }
     MemoryFormat out_format[2] = {MemoryFormat::Contiguous, MemoryFormat::Contiguous};
     // n passes of forward + backward in layout f; seconds from an idle device to the last pass's end.
@@ -462,11 +464,11 @@ int run_conv_layout(int argc, char** argv) {
       }
     for (int f = 0; f < 2; ++f) {
       std::printf("{\"side\": \"minidl\", \"conv\": \"%lldx%lldx%lldx%lld k%lld s%lld\", \"cin\": %lld, \"cout\": %lld, "
-                  "\"hw\": %lld, \"k\": %lld, \"stride\": %lld, \"count\": %lld, \"batch\": %lld, \"dtype\": \"f16\", "
+                  "\"hw\": %lld, \"k\": %lld, \"stride\": %lld, \"count\": %lld, \"batch\": %lld, \"dtype\": \"%s\", "
                   "\"layout\": \"%s\", \"output_layout\": \"%s\", \"device\": \"%s\", \"passes\": %d, \"ms\": [",
                   (long long)c.cin, (long long)c.cout, (long long)c.hw, (long long)c.hw, (long long)c.k, (long long)c.stride,
                   (long long)c.cin, (long long)c.cout, (long long)c.hw, (long long)c.k, (long long)c.stride,
-                  (long long)c.count, (long long)batch, format_names[f],
+                  (long long)c.count, (long long)batch, dtype_arg.c_str(), format_names[f],
                   out_format[f] == MemoryFormat::ChannelsLast ? "channels_last" : "nchw", dev.str().c_str(), n);
       for (size_t r = 0; r < ms[f].size(); ++r) std::printf("%s%.4f", r ? ", " : "", ms[f][r]);
       std::printf("]}\n");

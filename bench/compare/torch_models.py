@@ -6,10 +6,21 @@ workload per process, for bench/compare/compare.py. A baseline only: minidl neve
     python3 torch_models.py --search MODEL:STEPS,... THREADS,...  -> f32 samples/s per model and
                                                                     thread count (one process per
                                                                     environment setting searched)
+    python3 torch_models.py --suite MODEL:BATCH,... PREC,... SECONDS REPS [--device cuda|cpu]
+                                                                 -> one JSON line per workload and
+                                                                    precision (bench/gpu/run.sh)
+    python3 torch_models.py --conv-layout SECONDS REPS [--batch 128] [--dtype f16] [--device cuda|cpu]
+                                                                 -> one JSON line per ResNet-20 conv
+                                                                    shape and layout (bench/gpu/run.sh)
 
 The step is minidl-bench-step's (bench/bench_step.cpp): 20 prepared batches of random inputs and
 labels, forward + cross-entropy under autocast when asked, backward, SGD(lr 0.01, momentum 0.9),
 zero_grad. PyTorch 1.13's CPU autocast has bf16 only (no fp16), so there is no fp16 workload here.
+
+--suite and --conv-layout mirror minidl-bench-step's modes of the same names on either device (on
+CUDA: torch.autocast("cuda", dtype) with a GradScaler for fp16, cudnn.benchmark on, TF32 off as
+minidl's f32 has none, torch.cuda.synchronize() before every clock read); bench/gpu/run.sh runs them
+beside minidl on the GPU. On the CPU they are a smoke test (fp16 refused: no CPU autocast for it).
 """
 import time
 
@@ -185,11 +196,201 @@ def blas_library():
     return sorted(os.path.realpath(p) for p in paths) or ["(none loaded: torch's own kernels)"]
 
 
+# ---------------------------------------------------------------- --suite and --conv-layout
+AMP_DTYPES = {"f32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def setup_device(device):
+    """The torch.device to run on, with the GPU settings of bench/gpu/run.sh's comparison."""
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            sys.exit(f"torch_models.py: --device {device}: torch {torch.__version__} sees no CUDA GPU")
+        torch.backends.cudnn.benchmark = True
+        # minidl's f32 matmuls and convolutions on CUDA do not use TF32: neither does the baseline.
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    return dev
+
+
+def sync(dev):
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
+def device_fields(dev):
+    out = {"device": str(dev), "torch": torch.__version__}
+    if dev.type == "cuda":
+        out["gpu"] = torch.cuda.get_device_name(dev)
+    else:
+        out["threads"] = torch.get_num_threads()
+    return out
+
+
+def grad_scaler():
+    """torch.amp.GradScaler("cuda") where it exists (torch >= 2.3), else torch.cuda.amp.GradScaler."""
+    if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):
+        return torch.amp.GradScaler("cuda")
+    return torch.cuda.amp.GradScaler()
+
+
+def suite_workload(name, batch, precision, dev):
+    """One model's training step as minidl-bench-step's Runner: 20 batches prepared on the device,
+    forward + cross-entropy under autocast when asked, backward (scaled for fp16), SGD(lr 0.01,
+    momentum 0.9) (through the scaler for fp16), zero_grad. Returns run(n) -> seconds of n steps."""
+    ctor, shape, _ = MODELS[name]
+    torch.manual_seed(0)
+    model = ctor().to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    batches = [(torch.randn((batch,) + shape, device=dev), torch.randint(0, 10, (batch,), device=dev))
+               for _ in range(20)]
+    amp_dtype = AMP_DTYPES[precision]
+    # A disabled CPU autocast still warns about a dtype it does not support: give it bf16.
+    cast_dtype = amp_dtype or (torch.float16 if dev.type == "cuda" else torch.bfloat16)
+    scaler = grad_scaler() if precision == "fp16" else None
+
+    def run(n):
+        sync(dev)
+        t0 = time.perf_counter()
+        for i in range(n):
+            x, y = batches[i % len(batches)]
+            with torch.autocast(dev.type, dtype=cast_dtype, enabled=amp_dtype is not None):
+                loss = F.cross_entropy(model(x), y)
+            if scaler is not None:
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
+            else:
+                loss.backward()
+                opt.step()
+            opt.zero_grad()
+        sync(dev)
+        return time.perf_counter() - t0
+
+    return run
+
+
+def run_suite(workloads, precisions, seconds, reps, dev):
+    """Every workload in every precision, workload-major, as minidl-bench-step --suite: one step
+    (first_step_s, from the start of the workload's set-up), two warm-up steps, three more timed to
+    size the repetitions, then REPS repetitions of max(3, SECONDS / that step time) steps."""
+    for w in workloads:
+        name, batch = w.split(":")
+        batch = int(batch)
+        for prec in precisions:
+            t0 = time.perf_counter()
+            run = suite_workload(name, batch, prec, dev)
+            run(1)
+            first = time.perf_counter() - t0
+            run(2)
+            step_s = run(3) / 3
+            steps = int(min(max(seconds / step_s, 3), 1e5))
+            rates = [steps * batch / run(steps) for _ in range(reps)]
+            print(json.dumps({"side": "pytorch", "model": name, "precision": prec, "batch": batch,
+                              "first_step_s": round(first, 4), "samples_per_s": [round(r, 2) for r in rates],
+                              "steps": steps, **device_fields(dev)}), flush=True)
+
+
+# ResNet-20's convolutions as minidl-bench-step's kResNet20Convs: (cin, cout, hw, k, stride, count).
+RESNET20_CONVS = [(3, 16, 32, 3, 1, 1), (16, 16, 32, 3, 1, 6), (16, 32, 32, 3, 2, 1), (16, 32, 32, 1, 2, 1),
+                  (32, 32, 16, 3, 1, 5), (32, 64, 16, 3, 2, 1), (32, 64, 16, 1, 2, 1), (64, 64, 8, 3, 1, 5)]
+CONV_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+
+
+def run_conv_layout(seconds, reps, batch, dtype, dev):
+    """minidl-bench-step --conv-layout: conv2d forward + backward (input and weight gradients, no
+    bias) of each ResNet-20 shape with the images NCHW and channels-last; here the weight follows the
+    images' layout, as model.to(memory_format=torch.channels_last) leaves it."""
+    dt = CONV_DTYPES[dtype]
+    layouts = {"nchw": torch.contiguous_format, "channels_last": torch.channels_last}
+    torch.manual_seed(0)
+    for cin, cout, hw, k, stride, count in RESNET20_CONVS:
+        pad = k // 2
+        ohw = (hw + 2 * pad - k) // stride + 1
+        w0 = (torch.randn(cout, cin, k, k) * 0.1).to(dev, dt)
+        x0 = torch.randn(batch, cin, hw, hw).to(dev, dt)
+        gy0 = torch.randn(batch, cout, ohw, ohw).to(dev, dt)
+        ops = {}
+        out_layout = {}
+        for name, fmt in layouts.items():
+            x, w, gy = (t.contiguous(memory_format=fmt) for t in (x0, w0, gy0))
+
+            def run(n, x=x, w=w, gy=gy, name=name):
+                sync(dev)
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    xi, wi = x.detach().requires_grad_(), w.detach().requires_grad_()
+                    y = F.conv2d(xi, wi, None, stride, pad)
+                    out_layout[name] = ("channels_last" if y.is_contiguous(memory_format=torch.channels_last)
+                                        and not y.is_contiguous() else "nchw")
+                    y.backward(gy)
+                sync(dev)
+                return time.perf_counter() - t0
+
+            ops[name] = run
+        pass_s = 0.0
+        for run in ops.values():
+            run(3)
+            pass_s = max(pass_s, run(5) / 5)
+        n = int(min(max(seconds / pass_s, 3), 1e5))
+        ms = {name: [] for name in ops}
+        names = list(ops)
+        for r in range(reps):
+            for name in (names if r % 2 == 0 else names[::-1]):
+                ms[name].append(ops[name](n) / n * 1e3)
+        for name in names:
+            print(json.dumps({"side": "pytorch", "conv": f"{cin}x{cout}x{hw}x{hw} k{k} s{stride}", "cin": cin,
+                              "cout": cout, "hw": hw, "k": k, "stride": stride, "count": count, "batch": batch,
+                              "dtype": dtype, "layout": name, "output_layout": out_layout[name], "passes": n,
+                              "ms": [round(v, 4) for v in ms[name]], **device_fields(dev)}), flush=True)
+
+
+def gpu_modes(argv):
+    """--suite and --conv-layout (argparse: they are newer than the positional modes above)."""
+    import argparse
+    ap = argparse.ArgumentParser(prog="torch_models.py " + argv[0])
+    if argv[0] == "--suite":
+        ap.add_argument("workloads", help="MODEL:BATCH,... (models: " + ", ".join(MODELS) + ")")
+        ap.add_argument("precisions", help="f32,bf16,fp16 or a subset")
+    ap.add_argument("seconds", type=float, help="about how long one repetition runs")
+    ap.add_argument("reps", type=int)
+    ap.add_argument("--device", default="cuda", help="cuda (default), cuda:N or cpu")
+    ap.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
+    if argv[0] == "--conv-layout":
+        ap.add_argument("--batch", type=int, default=128)
+        ap.add_argument("--dtype", default="f16", choices=list(CONV_DTYPES),
+                        help="f16 (default; PyTorch's CPU convolutions have none: bf16 or f32 there)")
+    a = ap.parse_args(argv[1:])
+    if a.seconds <= 0 or a.reps < 1:
+        ap.error("SECONDS must be > 0 and REPS >= 1")
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    dev = setup_device(a.device)
+    if argv[0] == "--conv-layout":
+        if dev.type == "cpu" and a.dtype == "f16":
+            ap.error(f"torch {torch.__version__} has no f16 convolution on the CPU: --dtype bf16 or f32 there")
+        run_conv_layout(a.seconds, a.reps, a.batch, a.dtype, dev)
+        return
+    workloads, precisions = a.workloads.split(","), a.precisions.split(",")
+    for w in workloads:
+        parts = w.split(":")
+        if len(parts) != 2 or parts[0] not in MODELS or not parts[1].isdigit() or int(parts[1]) < 1:
+            ap.error(f"bad workload '{w}' (MODEL:BATCH, MODEL one of {', '.join(MODELS)})")
+    for p in precisions:
+        if p not in AMP_DTYPES:
+            ap.error(f"unknown precision '{p}' (f32, bf16, fp16)")
+        if p == "fp16" and dev.type == "cpu":
+            ap.error(f"torch {torch.__version__}'s CPU autocast has no fp16 (nor a CPU GradScaler): f32,bf16 there")
+    run_suite(workloads, precisions, a.seconds, a.reps, dev)
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--flops"]:
         print(json.dumps({m: training_flops_per_sample(m) for m in MODELS}))
     elif sys.argv[1:] == ["--blas"]:
         print(json.dumps(blas_library()))
+    elif sys.argv[1:2] in (["--suite"], ["--conv-layout"]):
+        gpu_modes(sys.argv[1:])
     elif len(sys.argv) == 4 and sys.argv[1] == "--search":
         out = {}
         for spec in sys.argv[2].split(","):

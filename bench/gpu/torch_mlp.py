@@ -6,23 +6,25 @@ torch.autocast(fp16) + torch.amp.GradScaler. Prints, per configuration, one line
   RESULT framework=torch batch=128 amp=fp16 ms_per_step=... samples_per_s=... final_loss=...
 
 Usage: python3 bench/gpu/torch_mlp.py [--batch 128 1024] [--amp off fp16] [--steps 300] [--warmup 30]
-TF32 stays off (PyTorch's default for matmul), so f32 is f32 on both sides.
+TF32 stays off (PyTorch's default for matmul), so f32 is f32 on both sides. The model is
+bench/compare/torch_models.py's MLP (the one definition of the PyTorch mirrors); bench/gpu/run.sh's
+steps stage uses that file's --suite mode instead of this script.
 """
 import argparse
+import os
+import sys
 import time
 
 import torch
 import torch.nn as nn
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "compare"))
+from torch_models import MLP  # noqa: E402
+
 
 def make_model():
     torch.manual_seed(0)
-    return nn.Sequential(
-        nn.Flatten(),
-        nn.Linear(784, 256), nn.ReLU(),
-        nn.Linear(256, 256), nn.ReLU(),
-        nn.Linear(256, 10),
-    ).cuda()
+    return MLP().cuda()
 
 
 def bench(batch, amp, steps, warmup):
