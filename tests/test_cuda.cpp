@@ -591,7 +591,7 @@ TEST_CASE("cuda: where", "[cuda]") {
   }
 }
 
-TEST_CASE("cuda: reductions agree with the CPU over every layout path", "[cuda]") {
+TEST_CASE("cuda: reductions agree with the CPU over every layout path", "[cuda][reduce]") {
   MINIDL_REQUIRE_GPU();
   using kernels::ReduceOp;
   struct Case {
@@ -726,7 +726,7 @@ TEST_CASE("cuda: linear forward and backward agree with the CPU", "[cuda]") {
   }
 }
 
-TEST_CASE("cuda: softmax and log_softmax forward and backward", "[cuda]") {
+TEST_CASE("cuda: softmax and log_softmax forward and backward", "[cuda][softmax]") {
   MINIDL_REQUIRE_GPU();
   for (DType t : kFloat64) {
     for (int64_t n : {10, 1000, 3000}) {  // warp per row, warp per long row, block per row
@@ -751,7 +751,7 @@ TEST_CASE("cuda: softmax and log_softmax forward and backward", "[cuda]") {
   check_close(softmax(big.to(kCuda), 1), softmax(big, 1), 1e-6, 1e-30, "softmax large logits");
 }
 
-TEST_CASE("cuda: fused cross-entropy forward and backward, with ignored rows", "[cuda]") {
+TEST_CASE("cuda: fused cross-entropy forward and backward, with ignored rows", "[cuda][softmax]") {
   MINIDL_REQUIRE_GPU();
   for (DType t : kFloat64) {
     for (int64_t classes : {10, 2000}) {
