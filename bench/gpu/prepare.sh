@@ -4,8 +4,8 @@
 # machine, whose time is scarce). Run from anywhere; ~5 minutes with a warm ccache.
 #
 #   gpu-bundle/bin.tar.xz   bin/ and lib/, packed:
-#     bin/   test_cuda, test_cuda_cnn, test_kernel_coverage, test_dist_nccl, minidl-train (sm_90,
-#            stripped)
+#     bin/   test_cuda, test_cuda_cnn, test_kernel_coverage, test_dist_nccl, minidl-train,
+#            minidl-bench-step (sm_90, stripped)
 #     lib/   the non-CUDA shared libraries they load (libstdc++, libgcc_s, libgomp, libz, and Open
 #                     MPI's libraries, which the binaries link but a world of one never starts):
 #                     the GPU machine may have older or none. The CUDA libraries (cudart, cuBLAS,
@@ -21,7 +21,7 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$ROOT"
 BUILD="$ROOT/build-gpu-bundle"
 BUNDLE="$ROOT/gpu-bundle"
-TARGETS=(test_cuda test_cuda_cnn test_kernel_coverage test_dist_nccl minidl-train)
+TARGETS=(test_cuda test_cuda_cnn test_kernel_coverage test_dist_nccl minidl-train minidl-bench-step)
 
 die() { echo "prepare.sh: $*" >&2; exit 1; }
 
@@ -80,6 +80,20 @@ if [ $rc -eq 2 ] && echo "$out" | grep -q "no usable CUDA GPU"; then
 elif [ $rc -ne 0 ]; then
   die "bundled minidl-train failed (exit $rc): $out"
 fi
+# The step bench: its CPU mode runs here, its CUDA modes refuse without a GPU (run.sh's steps and
+# conv_layout stages need both to start).
+out=$("$BUNDLE/bin/minidl-bench-step" --one mlp f32 5 1 2>&1) || die "bundled minidl-bench-step --one failed here: $out"
+echo "$out" | grep -q '"samples_per_s": \[[0-9]' || die "bundled minidl-bench-step --one printed no result: $out"
+for mode in "--suite mlp:128 fp16 0.1 1" "--conv-layout 0.1 1"; do
+  set +e
+  # shellcheck disable=SC2086
+  out=$("$BUNDLE/bin/minidl-bench-step" $mode --device cuda 2>&1)
+  rc=$?
+  set -e
+  [ $rc -eq 2 ] && echo "$out" | grep -q "no usable CUDA GPU" ||
+    die "bundled minidl-bench-step $mode --device cuda did not refuse cleanly without a GPU (exit $rc): $out"
+done
+echo "bundled minidl-bench-step runs --one on the CPU and refuses --device cuda without a GPU, as it should"
 # Binaries and libraries travel as one xz archive (~5x smaller; the data is already gzip'd);
 # run.sh unpacks it.
 tar -C "$BUNDLE" -cf - bin lib | xz -T2 -6 >"$BUNDLE/bin.tar.xz"

@@ -8,15 +8,24 @@
 #   on the CPU machine:  bench/gpu/prepare.sh
 #   the device call:     run(command="bench/gpu/run.sh", carry=["gpu-bundle"], timeout_s=420)
 #
-# Stages, each under its own time limit (a hung stage cannot eat the others; every log comes back
-# even when a stage fails); under 6 minutes in all:
-#   env        GPU, driver, where the CUDA libraries come from, ldd of the binaries     -> env.log
-#   coverage   test_kernel_coverage (the kernel table, on the live registry)             -> coverage.log
-#   test_cuda, test_cuda_cnn   the [cuda] tests with MINIDL_EXPECT_GPU=1 (a skip fails)  -> test_cuda*.log
-#   nccl       test_dist_nccl as a world of one (NCCL collectives, DDP on CUDA)           -> nccl.log
-#   memcheck_*  compute-sanitizer --tool memcheck over both, when compute-sanitizer exists -> memcheck_*.log
-#   lenet_f32, lenet_fp16, lenet_bf16   LeNet-5 on Fashion-MNIST, 1 epoch, --device cuda -> lenet_*.log
-#   summary.md  one table: stage, exit status, seconds, result line
+# Stages, in this order, each under its own time limit (a hung stage cannot eat the others; every log
+# comes back even when a stage fails). Limits, in seconds, sum to 324; with unpacking, env and the
+# summary the call stays under 6 minutes, so a fix and a rerun fit in a 15-minute GPU session:
+#   env                        GPU, driver, where the CUDA libraries come from, ldd          -> env.log
+#   coverage              10   test_kernel_coverage (the kernel table, on the live registry) -> coverage.log
+#   test_cuda, test_cuda_cnn   30 + 30   the [cuda] tests with MINIDL_EXPECT_GPU=1 (a skip fails)
+#   nccl                  15   test_dist_nccl as a world of one (NCCL collectives, DDP on CUDA)
+#   memcheck_cuda, memcheck_cuda_cnn   28 + 28   compute-sanitizer --tool memcheck over the kernel
+#                              tests (not [train]), when compute-sanitizer exists
+#   racecheck_reduce, racecheck_softmax   12 + 10   compute-sanitizer --tool racecheck over the
+#                              reduction ([cuda][reduce]) and softmax/cross-entropy ([cuda][softmax]) cases
+#   lenet_f32, lenet_fp16, lenet_bf16   18 x 3   LeNet-5 on Fashion-MNIST, 1 epoch, --device cuda
+#   steps                 85   training step, minidl-bench-step --suite against torch_models.py --suite
+#                              (MLP b128, b1024, ResNet-20 b128; f32, fp16 + GradScaler, bf16), 3
+#                              alternated rounds in a 75 s budget (bench/gpu/versus_torch.sh)  -> steps.md
+#   conv_layout           22   f16 conv2d forward + backward on ResNet-20's shapes, NCHW against
+#                              channels-last, minidl and PyTorch (cuDNN's NHWC)               -> conv_layout.md
+#   summary.md  one table: stage, exit status, seconds, result line; then steps.md and conv_layout.md
 # Outside the device tool (OUT unset) it writes to out/gpu/.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -75,24 +84,35 @@ if grep -q "not found" "$OUT/env.log"; then echo "MISSING LIBRARIES (see env.log
 
 export MINIDL_EXPECT_GPU=1
 # ---------------------------------------------------------------- tests
-stage coverage 30 "$BIN/test_kernel_coverage"
-stage test_cuda 90 "$BIN/test_cuda" "[cuda]" --durations yes
-stage test_cuda_cnn 90 "$BIN/test_cuda_cnn" "[cuda]" --durations yes
-stage nccl 60 "$BIN/test_dist_nccl" "[nccl]" --durations yes
+stage coverage 10 "$BIN/test_kernel_coverage"
+stage test_cuda 30 "$BIN/test_cuda" "[cuda]" --durations yes
+stage test_cuda_cnn 30 "$BIN/test_cuda_cnn" "[cuda]" --durations yes
+stage nccl 15 "$BIN/test_dist_nccl" "[nccl]" --durations yes
 
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [ -n "$SAN" ]; then
   # The training cases are the slow ones under the sanitizer: kernels only here.
-  stage memcheck_cuda 60 "$SAN" --tool memcheck --error-exitcode 9 "$BIN/test_cuda" "[cuda]~[train]"
-  stage memcheck_cuda_cnn 60 "$SAN" --tool memcheck --error-exitcode 9 "$BIN/test_cuda_cnn" "[cuda]~[train]"
+  stage memcheck_cuda 28 "$SAN" --tool memcheck --error-exitcode 9 "$BIN/test_cuda" "[cuda]~[train]"
+  stage memcheck_cuda_cnn 28 "$SAN" --tool memcheck --error-exitcode 9 "$BIN/test_cuda_cnn" "[cuda]~[train]"
+  # Shared-memory races in the block reductions (reduce.cu, block_reduce.cuh) and softmax.cu.
+  stage racecheck_reduce 12 "$SAN" --tool racecheck --error-exitcode 9 "$BIN/test_cuda" "[cuda][reduce]"
+  stage racecheck_softmax 10 "$SAN" --tool racecheck --error-exitcode 9 "$BIN/test_cuda" "[cuda][softmax]"
+else
+  echo "no compute-sanitizer: memcheck and racecheck stages not run" | tee -a "$OUT/env.log"
 fi
 
 # ---------------------------------------------------------------- LeNet-5, 1 epoch per precision
 for amp in off fp16 bf16; do
   name=lenet_$([ $amp = off ] && echo f32 || echo $amp)
-  stage "$name" 45 "$BIN/minidl-train" --model lenet --dataset fashion-mnist --data "$BUNDLE/data/fashion-mnist" \
+  stage "$name" 18 "$BIN/minidl-train" --model lenet --dataset fashion-mnist --data "$BUNDLE/data/fashion-mnist" \
     --epochs 1 --batch-size 64 --device cuda --amp $amp --no-progress --json "$OUT/$name.json"
 done
+
+# ---------------------------------------------------------------- against PyTorch on this GPU
+# Each stops starting processes when its budget (the last argument) is nearly spent, and then writes
+# its table: the stage limit is only for a hang.
+stage steps 85 bench/gpu/versus_torch.sh steps "$BIN" "$OUT" 75
+stage conv_layout 22 bench/gpu/versus_torch.sh conv_layout "$BIN" "$OUT" 18
 
 # ---------------------------------------------------------------- summary
 {
@@ -105,12 +125,16 @@ done
     log="$OUT/$name.log"
     case $name in
       lenet_*) res=$(grep -o 'test_accuracy":[0-9.]*\|train_samples_per_s":[0-9.]*\|skipped_steps":[0-9]*' "$log" | tr '\n' ' ') ;;
-      memcheck_*) res=$(grep -m1 -E "ERROR SUMMARY|error" "$log") ;;
+      memcheck_*|racecheck_*) res=$(grep -m1 -E "ERROR SUMMARY|RACECHECK SUMMARY|error" "$log") ;;
+      steps|conv_layout) res=$(grep -m1 "^RESULT" "$log" | sed 's/^RESULT //') ;;
       *) res=$(grep -E "All tests passed|test cases:|assertions:" "$log" | tail -2 | tr '\n' ' ') ;;
     esac
     echo "| $name | $rc | $secs | ${res:-see $name.log} |"
   done
   echo
   echo "total: $(($(date +%s) - T0))s"
+  for f in steps.md conv_layout.md; do
+    [ -f "$OUT/$f" ] && { echo; sed 's/^# /## /' "$OUT/$f"; }
+  done
 } >"$OUT/summary.md"
 cat "$OUT/summary.md"
