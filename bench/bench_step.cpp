@@ -370,8 +370,9 @@ int run_suite(int argc, char** argv) {
     return 2;
   }
   if (!device_usable(a.device)) return 2;
+  int failed = 0;
   for (const ModelSpec& spec : workloads)
-    for (const auto& [name, p] : precs) {
+    for (const auto& [name, p] : precs) try {
       const auto t0 = std::chrono::steady_clock::now();
       Runner runner(spec, a.device);
       runner.run({p, false}, 1);
@@ -383,8 +384,19 @@ int run_suite(int argc, char** argv) {
       std::vector<double> rates;
       for (int r = 0; r < reps; ++r) rates.push_back(steps * spec.batch / runner.run({p, false}, steps));
       print_result(spec, name, a.device, first, steps, rates, device_allocs(a.device) - allocs0);
+    } catch (const std::exception& e) {
+      // One failing workload (a missing kernel, say) does not take the others' results with it.
+      ++failed;
+      std::string what = e.what();
+      for (char& ch : what)
+        if (ch == '"' || ch == '\\' || static_cast<unsigned char>(ch) < 0x20) ch = ' ';
+      std::fprintf(stderr, "minidl-bench-step --suite: %s b%lld %s failed: %s\n", spec.name, (long long)spec.batch,
+                   name.c_str(), e.what());
+      std::printf("{\"side\": \"minidl\", \"model\": \"%s\", \"precision\": \"%s\", \"batch\": %lld, \"error\": \"%s\"}\n",
+                  spec.name, name.c_str(), (long long)spec.batch, what.c_str());
+      std::fflush(stdout);
     }
-  return 0;
+  return failed ? 1 : 0;
 }
 
 // ResNet-20's convolutions (CIFAR, 3x32x32 images): input channels, output channels, input height =

@@ -274,21 +274,34 @@ def run_suite(workloads, precisions, seconds, reps, dev):
     """Every workload in every precision, workload-major, as minidl-bench-step --suite: one step
     (first_step_s, from the start of the workload's set-up), two warm-up steps, three more timed to
     size the repetitions, then REPS repetitions of max(3, SECONDS / that step time) steps."""
+    failed = 0
     for w in workloads:
         name, batch = w.split(":")
         batch = int(batch)
         for prec in precisions:
-            t0 = time.perf_counter()
-            run = suite_workload(name, batch, prec, dev)
-            run(1)
-            first = time.perf_counter() - t0
-            run(2)
-            step_s = run(3) / 3
-            steps = int(min(max(seconds / step_s, 3), 1e5))
-            rates = [steps * batch / run(steps) for _ in range(reps)]
-            print(json.dumps({"side": "pytorch", "model": name, "precision": prec, "batch": batch,
-                              "first_step_s": round(first, 4), "samples_per_s": [round(r, 2) for r in rates],
-                              "steps": steps, **device_fields(dev)}), flush=True)
+            try:
+                suite_one(name, batch, prec, seconds, reps, dev)
+            except Exception as e:  # one failing workload does not take the others' results with it
+                failed += 1
+                print(f"torch_models.py --suite: {name} b{batch} {prec} failed: {e!r}", file=sys.stderr)
+                print(json.dumps({"side": "pytorch", "model": name, "precision": prec, "batch": batch,
+                                  "error": repr(e)}), flush=True)
+    if failed:
+        sys.exit(1)
+
+
+def suite_one(name, batch, prec, seconds, reps, dev):
+    t0 = time.perf_counter()
+    run = suite_workload(name, batch, prec, dev)
+    run(1)
+    first = time.perf_counter() - t0
+    run(2)
+    step_s = run(3) / 3
+    steps = int(min(max(seconds / step_s, 3), 1e5))
+    rates = [steps * batch / run(steps) for _ in range(reps)]
+    print(json.dumps({"side": "pytorch", "model": name, "precision": prec, "batch": batch,
+                      "first_step_s": round(first, 4), "samples_per_s": [round(r, 2) for r in rates],
+                      "steps": steps, **device_fields(dev)}), flush=True)
 
 
 # ResNet-20's convolutions as minidl-bench-step's kResNet20Convs: (cin, cout, hw, k, stride, count).

@@ -52,13 +52,16 @@ def meets(ratio, bar, strict):
 
 def steps(out):
     runs = {}  # (model, batch, precision, side) -> [samples/s of each round]
-    allocs, gpu, device, torch_ver, rounds = {}, None, None, None, set()
+    allocs, gpu, device, torch_ver, rounds, errors = {}, None, None, None, set(), []
     for path in sorted(glob.glob(os.path.join(out, "steps_r*_*.jsonl"))):
         m = re.search(r"steps_r(\d+)_(minidl|pytorch)\.jsonl$", path)
         if not m:
             continue
         rounds.add(int(m.group(1)))
         for r in read_jsonl(path):
+            if "error" in r:
+                errors.append(f"round {m.group(1)} {r['side']} {r['model']} b{r['batch']} {r['precision']}: {r['error']}")
+                continue
             key = (r["model"], r["batch"], r["precision"], r["side"])
             runs.setdefault(key, []).extend(r["samples_per_s"])
             if r["side"] == "minidl" and "device_allocs" in r:
@@ -103,6 +106,8 @@ def steps(out):
               "batch 128 and at least as fast at 1024; ResNet-20 at batch 128 within 1.2x of PyTorch's step "
               "time (samples/s ratio >= 0.83). The f32 and bf16 rows are held to the same bars for "
               "information only.", ""]
+    if errors:
+        lines += ["Failed workloads:", ""] + [f"- {e}" for e in errors] + [""]
     result = "RESULT targets (fp16): " + "; ".join(verdicts)
     text = "\n".join(lines) + "\n" + result + "\n"
     with open(os.path.join(out, "steps.md"), "w") as f:
