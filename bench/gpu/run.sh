@@ -9,7 +9,7 @@
 #   the device call:     run(command="bench/gpu/run.sh", carry=["gpu-bundle"], timeout_s=420)
 #
 # Stages, in this order, each under its own time limit (a hung stage cannot eat the others; every log
-# comes back even when a stage fails). Limits, in seconds, sum to 324; with unpacking, env and the
+# comes back even when a stage fails). Limits, in seconds, sum to 327; with unpacking, env and the
 # summary the call stays under 6 minutes, so a fix and a rerun fit in a 15-minute GPU session:
 #   env                        GPU, driver, where the CUDA libraries come from, ldd          -> env.log
 #   coverage              10   test_kernel_coverage (the kernel table, on the live registry) -> coverage.log
@@ -20,10 +20,10 @@
 #   racecheck_reduce, racecheck_softmax   12 + 10   compute-sanitizer --tool racecheck over the
 #                              reduction ([cuda][reduce]) and softmax/cross-entropy ([cuda][softmax]) cases
 #   lenet_f32, lenet_fp16, lenet_bf16   18 x 3   LeNet-5 on Fashion-MNIST, 1 epoch, --device cuda
-#   steps                 85   training step, minidl-bench-step --suite against torch_models.py --suite
+#   steps                 80   training step, minidl-bench-step --suite against torch_models.py --suite
 #                              (MLP b128, b1024, ResNet-20 b128; f32, fp16 + GradScaler, bf16), 3
-#                              alternated rounds in a 75 s budget (bench/gpu/versus_torch.sh)  -> steps.md
-#   conv_layout           22   f16 conv2d forward + backward on ResNet-20's shapes, NCHW against
+#                              alternated rounds in a 70 s budget (bench/gpu/versus_torch.sh)  -> steps.md
+#   conv_layout           30   f16 conv2d forward + backward on ResNet-20's shapes, NCHW against
 #                              channels-last, minidl and PyTorch (cuDNN's NHWC)               -> conv_layout.md
 #   summary.md  one table: stage, exit status, seconds, result line; then steps.md and conv_layout.md
 # Outside the device tool (OUT unset) it writes to out/gpu/.
@@ -111,8 +111,8 @@ done
 # ---------------------------------------------------------------- against PyTorch on this GPU
 # Each stops starting processes when its budget (the last argument) is nearly spent, and then writes
 # its table: the stage limit is only for a hang.
-stage steps 85 bench/gpu/versus_torch.sh steps "$BIN" "$OUT" 75
-stage conv_layout 22 bench/gpu/versus_torch.sh conv_layout "$BIN" "$OUT" 18
+stage steps 80 bench/gpu/versus_torch.sh steps "$BIN" "$OUT" 70
+stage conv_layout 30 bench/gpu/versus_torch.sh conv_layout "$BIN" "$OUT" 27
 
 # ---------------------------------------------------------------- summary
 {

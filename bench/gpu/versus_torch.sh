@@ -7,10 +7,10 @@
 #   steps        MLP b128, MLP b1024, ResNet-20 b128, each in f32, fp16 (autocast + GradScaler) and
 #                bf16 (autocast): STEPS_ROUNDS (3) rounds, minidl first in odd rounds and PyTorch
 #                first in even ones, each side one process per round (--suite) running every workload
-#                for one repetition of ~STEPS_SECONDS (0.3) s -> steps_r<round>_<side>.jsonl, steps.md
+#                for one repetition of ~STEPS_SECONDS (0.25) s -> steps_r<round>_<side>.jsonl, steps.md
 #   conv_layout  f16 conv2d forward + backward on ResNet-20's shapes, NCHW and channels-last, one
-#                process per side (--conv-layout, CONV_SECONDS (0.08) s x 3 repetitions per shape and
-#                layout) -> conv_layout_<side>.jsonl, conv_layout.md
+#                process per side (--conv-layout, CONV_SECONDS (0.06) s x 3 repetitions per shape and
+#                layout; minidl first, with up to 2/5 of the budget, PyTorch the rest) -> conv_layout_<side>.jsonl, conv_layout.md
 #
 # DEVICE defaults to cuda; `cpu` runs the same control flow here as a smoke test (PyTorch 1.13's CPU
 # has no fp16 autocast nor f16 convolutions: the CPU run asks for f32,bf16 and bf16 convolutions).
@@ -53,7 +53,7 @@ case $MODE in
     W=mlp:128,mlp:1024,resnet20:128
     P=f32,fp16,bf16
     [ "$DEVICE" = cpu ] && W=mlp:128,mlp:1024,resnet20:16 && P=f32,bf16
-    S=${STEPS_SECONDS:-0.3}
+    S=${STEPS_SECONDS:-0.25}
     rm -f "$OUT"/steps_r*_*.jsonl*
     for r in $(seq 1 "${STEPS_ROUNDS:-3}"); do
       sides="minidl pytorch"
@@ -70,12 +70,11 @@ case $MODE in
     "$PY" "$ROOT/bench/gpu/report.py" steps "$OUT" || fail=1
     ;;
   conv_layout)
-    S=${CONV_SECONDS:-0.08}
+    S=${CONV_SECONDS:-0.06}
     if [ "$DEVICE" = cpu ]; then margs=(4 bf16) targs=(--batch 4 --dtype bf16); else margs=() targs=(); fi
     rm -f "$OUT"/conv_layout_*.jsonl*
-    half=$((BUDGET / 2))
-    one "minidl" "$OUT/conv_layout_minidl.jsonl" "$half" "$STEP" --conv-layout "$S" 3 ${margs[@]+"${margs[@]}"} --device "$DEVICE" || fail=1
-    one "pytorch" "$OUT/conv_layout_pytorch.jsonl" "$half" "$PY" "$TORCH" --conv-layout "$S" 3 ${targs[@]+"${targs[@]}"} --device "$DEVICE" || fail=1
+    one "minidl" "$OUT/conv_layout_minidl.jsonl" $((BUDGET * 2 / 5)) "$STEP" --conv-layout "$S" 3 ${margs[@]+"${margs[@]}"} --device "$DEVICE" || fail=1
+    one "pytorch" "$OUT/conv_layout_pytorch.jsonl" "$BUDGET" "$PY" "$TORCH" --conv-layout "$S" 3 ${targs[@]+"${targs[@]}"} --device "$DEVICE" || fail=1
     "$PY" "$ROOT/bench/gpu/report.py" conv "$OUT" || fail=1
     ;;
   *)
