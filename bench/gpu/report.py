@@ -57,8 +57,8 @@ def steps(out):
         m = re.search(r"steps_r(\d+)_(minidl|pytorch)\.jsonl$", path)
         if not m:
             continue
-        rounds.add(int(m.group(1)))
         for r in read_jsonl(path):
+            rounds.add(int(m.group(1)))
             if "error" in r:
                 errors.append(f"round {m.group(1)} {r['side']} {r['model']} b{r['batch']} {r['precision']}: {r['error']}")
                 continue
@@ -162,7 +162,9 @@ def conv(out):
     lines.append("| **ResNet-20, all 21 convs (sum of count x ms)** | 21 | " +
                  " | ".join("n/a" if v is None else f"{v:.3f}" for v in tot) +
                  f" | {ratio(tot[3], tot[2])} | {ratio(tot[0], tot[2])} | |")
-    if not device.startswith("cuda"):
+    if not rows:
+        verdict = "no results (see conv_layout.log): no decision"
+    elif not device.startswith("cuda"):
         verdict = f"a {device} run (a smoke test of the control flow, not cuDNN): no decision about the GPU's layout"
     elif tot[2] and tot[3] is not None:
         gain = tot[3] / tot[2]

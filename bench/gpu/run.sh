@@ -64,6 +64,9 @@ fi
 # ---------------------------------------------------------------- environment and libraries
 # The bundle's own libstdc++/libgomp/libz first; the CUDA libraries from the toolkit or, failing
 # that, from PyTorch's nvidia-* wheels.
+# PyTorch (the steps and conv_layout stages) runs with this machine's own library path: the bundle's
+# libstdc++ may be older than what torch was built against, and torch brings its own CUDA libraries.
+export MINIDL_PY_LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}"
 LIBS="$LIBDIR"
 for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
   [ -d "$d" ] && LIBS="$LIBS:$d"
@@ -79,6 +82,9 @@ export LD_LIBRARY_PATH="$LIBS:${LD_LIBRARY_PATH:-}"
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
   for b in "$BIN"/*; do echo "== ldd $(basename "$b")"; ldd "$b" | grep -E "cuda|cublas|cudnn|not found"; done
   command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || echo "no compute-sanitizer"
+  LD_LIBRARY_PATH="$MINIDL_PY_LD_LIBRARY_PATH" python3 -c \
+    'import torch; print("python3: torch", torch.__version__, "CUDA", torch.version.cuda, "GPU", torch.cuda.is_available())' ||
+    echo "python3 has no usable torch: the steps and conv_layout stages will have no PyTorch side"
 } >"$OUT/env.log" 2>&1
 if grep -q "not found" "$OUT/env.log"; then echo "MISSING LIBRARIES (see env.log):"; grep "not found" "$OUT/env.log" | sort -u; fi
 
@@ -125,7 +131,7 @@ stage conv_layout 30 bench/gpu/versus_torch.sh conv_layout "$BIN" "$OUT" 27
     log="$OUT/$name.log"
     case $name in
       lenet_*) res=$(grep -o 'test_accuracy":[0-9.]*\|train_samples_per_s":[0-9.]*\|skipped_steps":[0-9]*' "$log" | tr '\n' ' ') ;;
-      memcheck_*|racecheck_*) res=$(grep -m1 -E "ERROR SUMMARY|RACECHECK SUMMARY|error" "$log") ;;
+      memcheck_*|racecheck_*) res=$(grep -v "^== " "$log" | grep -m1 -E "ERROR SUMMARY|RACECHECK SUMMARY|error") ;;
       steps|conv_layout) res=$(grep -m1 "^RESULT" "$log" | sed 's/^RESULT //') ;;
       *) res=$(grep -E "All tests passed|test cases:|assertions:" "$log" | tail -2 | tr '\n' ' ') ;;
     esac

@@ -19,6 +19,8 @@ set -uo pipefail
 MODE=$1 BIN=$2 OUT=$3 BUDGET=$4 DEVICE=${5:-cuda}
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 PY="${PYTHON:-python3}"
+# run.sh puts the bundle's libraries first on LD_LIBRARY_PATH for minidl; Python gets the machine's own.
+if [ -n "${MINIDL_PY_LD_LIBRARY_PATH+set}" ]; then PYENV=(env "LD_LIBRARY_PATH=$MINIDL_PY_LD_LIBRARY_PATH"); else PYENV=(env); fi
 TORCH="$ROOT/bench/compare/torch_models.py"
 STEP="$BIN/minidl-bench-step"
 mkdir -p "$OUT"
@@ -63,19 +65,19 @@ case $MODE in
         if [ $s = minidl ]; then
           one "round $r minidl" "$f" 40 "$STEP" --suite "$W" "$P" "$S" 1 --device "$DEVICE" || fail=1
         else
-          one "round $r pytorch" "$f" 40 "$PY" "$TORCH" --suite "$W" "$P" "$S" 1 --device "$DEVICE" || fail=1
+          one "round $r pytorch" "$f" 40 "${PYENV[@]}" "$PY" "$TORCH" --suite "$W" "$P" "$S" 1 --device "$DEVICE" || fail=1
         fi
       done
     done
-    "$PY" "$ROOT/bench/gpu/report.py" steps "$OUT" || fail=1
+    "${PYENV[@]}" "$PY" "$ROOT/bench/gpu/report.py" steps "$OUT" || fail=1
     ;;
   conv_layout)
     S=${CONV_SECONDS:-0.06}
     if [ "$DEVICE" = cpu ]; then margs=(4 bf16) targs=(--batch 4 --dtype bf16); else margs=() targs=(); fi
     rm -f "$OUT"/conv_layout_*.jsonl*
     one "minidl" "$OUT/conv_layout_minidl.jsonl" $((BUDGET * 2 / 5)) "$STEP" --conv-layout "$S" 3 ${margs[@]+"${margs[@]}"} --device "$DEVICE" || fail=1
-    one "pytorch" "$OUT/conv_layout_pytorch.jsonl" "$BUDGET" "$PY" "$TORCH" --conv-layout "$S" 3 ${targs[@]+"${targs[@]}"} --device "$DEVICE" || fail=1
-    "$PY" "$ROOT/bench/gpu/report.py" conv "$OUT" || fail=1
+    one "pytorch" "$OUT/conv_layout_pytorch.jsonl" "$BUDGET" "${PYENV[@]}" "$PY" "$TORCH" --conv-layout "$S" 3 ${targs[@]+"${targs[@]}"} --device "$DEVICE" || fail=1
+    "${PYENV[@]}" "$PY" "$ROOT/bench/gpu/report.py" conv "$OUT" || fail=1
     ;;
   *)
     echo "versus_torch.sh: unknown mode $MODE (steps or conv_layout)" >&2
