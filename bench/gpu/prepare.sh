@@ -4,7 +4,7 @@
 # machine, whose time is scarce). Run from anywhere; ~5 minutes with a warm ccache.
 #
 #   gpu-bundle/bin.tar.xz   bin/ and lib/, packed:
-#     bin/   test_cuda, test_cuda_cnn, test_kernel_coverage, test_dist_nccl, minidl-train,
+#     bin/   test_cuda, test_cuda_cnn, test_cuda_deferred_errors, test_kernel_coverage, test_dist_nccl, minidl-train,
 #            minidl-bench-step (sm_90, stripped)
 #     lib/   the non-CUDA shared libraries they load (libstdc++, libgcc_s, libgomp, libz, and Open
 #                     MPI's libraries, which the binaries link but a world of one never starts):
@@ -21,7 +21,7 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$ROOT"
 BUILD="$ROOT/build-gpu-bundle"
 BUNDLE="$ROOT/gpu-bundle"
-TARGETS=(test_cuda test_cuda_cnn test_kernel_coverage test_dist_nccl minidl-train minidl-bench-step)
+TARGETS=(test_cuda test_cuda_cnn test_cuda_deferred_errors test_kernel_coverage test_dist_nccl minidl-train minidl-bench-step)
 
 die() { echo "prepare.sh: $*" >&2; exit 1; }
 

@@ -9,11 +9,12 @@
 #   the device call:     run(command="bench/gpu/run.sh", carry=["gpu-bundle"], timeout_s=420)
 #
 # Stages, in this order, each under its own time limit (a hung stage cannot eat the others; every log
-# comes back even when a stage fails). Limits, in seconds, sum to 327; with unpacking, env and the
+# comes back even when a stage fails). Limits, in seconds, sum to 339; with unpacking, env and the
 # summary the call stays under 6 minutes, so a fix and a rerun fit in a 15-minute GPU session:
 #   env                        GPU, driver, where the CUDA libraries come from, ldd          -> env.log
 #   coverage              10   test_kernel_coverage (the kernel table, on the live registry) -> coverage.log
 #   test_cuda, test_cuda_cnn   30 + 30   the [cuda] tests with MINIDL_EXPECT_GPU=1 (a skip fails)
+#   test_cuda_deferred    12   no host wait in the CUDA losses; bad targets/indices reported at the next wait
 #   nccl                  15   test_dist_nccl as a world of one (NCCL collectives, DDP on CUDA)
 #   memcheck_cuda, memcheck_cuda_cnn   28 + 28   compute-sanitizer --tool memcheck over the kernel
 #                              tests (not [train]), when compute-sanitizer exists
@@ -93,6 +94,7 @@ export MINIDL_EXPECT_GPU=1
 stage coverage 10 "$BIN/test_kernel_coverage"
 stage test_cuda 30 "$BIN/test_cuda" "[cuda]" --durations yes
 stage test_cuda_cnn 30 "$BIN/test_cuda_cnn" "[cuda]" --durations yes
+stage test_cuda_deferred 12 "$BIN/test_cuda_deferred_errors" --durations yes
 stage nccl 15 "$BIN/test_dist_nccl" "[nccl]" --durations yes
 
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
