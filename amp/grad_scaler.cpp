@@ -94,8 +94,19 @@ void GradScaler::unscale_(const OptimizerHandle& opt) {
     grads.push_back(g);
     owners.push_back(p);
   }
-  // One foreach call: one kernel per (device, dtype) group of gradients.
-  const std::vector<NonFiniteCount> checked = foreach_non_finite_check_and_unscale_(grads, inv, opt_.diagnostics);
+  // One foreach call: one kernel per (device, dtype) group of gradients. It may throw a deferred
+  // device error (a bad target found by an earlier kernel, reported at this wait) after the
+  // gradients were divided: they are unscaled and not to be trusted, so the optimizer is marked
+  // unscaled with an inf found (a retried step skips instead of dividing them again).
+  std::vector<NonFiniteCount> checked;
+  try {
+    checked = foreach_non_finite_check_and_unscale_(grads, inv, opt_.diagnostics);
+  } catch (...) {
+    st.found_inf = true;
+    st.inf_checked = !grads.empty();
+    st.stage = OptimizerStage::Unscaled;
+    throw;
+  }
   bool found = false;
   for (size_t i = 0; i < grads.size(); ++i) {
     found = found || checked[i].found;

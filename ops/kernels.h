@@ -149,7 +149,8 @@ using ScatterAddFn = void (*)(const Tensor& out, int64_t dim, const Tensor& inde
 
 // A device-side check of an i64 index, for the ops that must name the problem in their own words
 // before another kernel consumes the index (class targets, embedding, one_hot): records a deferred
-// error for the first value outside [0, bound) that is not skipped, and never waits. CUDA only: on
+// error for a value outside [0, bound) that is not skipped (one of them: the thread that claims the
+// slot first), and never waits. CUDA only: on
 // the CPU the ops check at once.
 struct IndexRangeCheck {
   ::minidl::cuda::DeferredOp op = ::minidl::cuda::DeferredOp::None;  // names the op and its message

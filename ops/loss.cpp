@@ -175,7 +175,9 @@ Tensor fused_cross_entropy(const Tensor& x, const Tensor& target, Reduction redu
                        Tensor safe = where(mask, ts, zeros_like(ts));
                        Tensor onehot = cast(one_hot(safe, xs.shape()[1]), xs.dtype());
                        Tensor gr = mul(g[0].dim() == 0 ? g[0] : g[0].unsqueeze(1), cast(mask, xs.dtype()).unsqueeze(1));
-                       gr = scale_t.defined() ? mul(gr, cast(scale_t, xs.dtype())) : mul(gr, scale);
+                       // A device-side 1/count multiplies in the compute dtype and rounds once, as the
+                       // host's double scale does (not rounded to f16/bf16 first).
+                       gr = scale_t.defined() ? cast(mul(cast(gr, cdt), scale_t), xs.dtype()) : mul(gr, scale);
                        return TensorList{mul(sub(softmax(xs, 1), onehot), gr)};
                      }
                      // A device-side scale is folded into g (the kernel computes scale * g in the

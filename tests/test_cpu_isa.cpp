@@ -215,8 +215,9 @@ TEST_CASE("every CPU kernel set multiplies f16/bf16 matrices bit for bit as the 
   // (AVX512_BF16 CPUs) and f32 ones on its f32 matmul (AVX-512) sum in other orders and are checked
   // against them in test_low_precision and test_ops_reference.
   struct OnEigen {
-    OnEigen() { kernels::cpu::dnnl_conv::set_native_bf16(false), kernels::cpu::dnnl_matmul::set_f32(false); }
-    ~OnEigen() { kernels::cpu::dnnl_conv::set_native_bf16(true), kernels::cpu::dnnl_matmul::set_f32(true); }
+    bool f32_was = kernels::cpu::dnnl_matmul::set_f32(false);
+    OnEigen() { kernels::cpu::dnnl_conv::set_native_bf16(false); }
+    ~OnEigen() { kernels::cpu::dnnl_conv::set_native_bf16(true), kernels::cpu::dnnl_matmul::set_f32(f32_was); }
   } on_eigen;
   for (K::CpuIsa isa : runnable_sets()) {
     const K::Registry r = tables_of(isa);

@@ -673,9 +673,9 @@ TEST_CASE("mm matches the reference for sizes that are not multiples of 8", "[re
 TEST_CASE("f32 products on oneDNN's matmul match the reference in every layout and slab split", "[reference][linear][dnnl]") {
   namespace dm = kernels::cpu::dnnl_matmul;
   struct Restore {
-    ~Restore() { dm::set_f32(true); }
+    bool was = dm::set_f32(true);
+    ~Restore() { dm::set_f32(was); }
   } restore;
-  dm::set_f32(true);
   if (!dm::takes_f32() || kernels::active_cpu_isa() != kernels::CpuIsa::Avx512) {
     WARN("skipped: no oneDNN in this build, or no AVX-512 kernel set running (oneDNN's or minidl's)");
     return;
@@ -684,9 +684,10 @@ TEST_CASE("f32 products on oneDNN's matmul match the reference in every layout a
   const double eps = std::numeric_limits<float>::epsilon();
   uint64_t seed = 900;
   // The MLP's products (fc1 forward, its weight gradient through transposed views, the 10-class
-  // head), a product too short for two row slabs (m < 32), uneven splits, a wide one.
+  // head), products too short for two row slabs (m < 32: a Linear's input gradient at batch 16),
+  // uneven splits, a wide one.
   const std::vector<std::array<int64_t, 3>> sizes = {{128, 784, 256}, {256, 128, 784}, {128, 256, 10}, {20, 300, 200},
-                                                     {40, 90, 80},    {300, 200, 500}, {70, 130, 1000}};
+                                                     {16, 256, 784},  {40, 90, 80},    {300, 200, 500}, {70, 130, 1000}};
   for (const auto& size : sizes) {
     const int64_t m = size[0], k = size[1], n = size[2];
     for (int layout = 0; layout < 4; ++layout) {
@@ -704,10 +705,13 @@ TEST_CASE("f32 products on oneDNN's matmul match the reference in every layout a
       for (double& x : abs_b) x = std::fabs(x);
       const Vec mag = ref_mm(abs_a, abs_b, m, k, n);
       const double atol = k * eps * *std::max_element(mag.begin(), mag.end());
+      // Too few rows for two row slabs and a row-major b: Eigen's column split, whose strided slabs
+      // oneDNN's brgemm does not take (both threads on Eigen).
+      const bool eigen_split = m < 32 && !(layout & 2);
       auto both = [&](const std::function<Tensor()>& f, const Vec& ref) {
         const int64_t before = dm::calls();
         Tensor on_dnnl = f();
-        CHECK(dm::calls() > before);
+        if (!eigen_split) CHECK(dm::calls() > before);
         dm::set_f32(false);
         const int64_t eigen_before = dm::calls();
         Tensor on_eigen = f();
@@ -720,6 +724,19 @@ TEST_CASE("f32 products on oneDNN's matmul match the reference in every layout a
       both([&] { return addmm(bias, a, b, 0.5, 2.0); }, want_addmm);
       both([&] { return bmm(a.unsqueeze(0).expand({2, m, k}), b.unsqueeze(0).expand({2, k, n})).select(0, 1); }, want);
     }
+  }
+  // An expanded operand (a broadcast row, stride 0, as a sum's gradient is) stays with Eigen, whose
+  // result it must equal.
+  {
+    const Vec rowv = randv(300, -1, 1, seed++, DType::F32), bv = randv(300 * 200, -1, 1, seed++, DType::F32);
+    Tensor row = make(rowv, {1, 300}, DType::F32), b = make(bv, {300, 200}, DType::F32);
+    Vec rows(128 * 300);
+    for (int64_t i = 0; i < 128; ++i) std::copy(rowv.begin(), rowv.end(), rows.begin() + i * 300);
+    CHECK(close(mm(row.expand({128, 300}), b), {128, 200}, ref_mm(rows, bv, 128, 300, 200), 0, 300 * 300 * 1.2e-7) == "");
+    Vec columns(300 * 64);
+    for (int64_t p = 0; p < 300; ++p) std::fill(columns.begin() + p * 64, columns.begin() + (p + 1) * 64, rowv[p]);
+    CHECK(close(mm(b.t(), row.t().expand({300, 64})), {200, 64}, ref_mm(transpose_ref(bv, 300, 200), columns, 200, 300, 64), 0,
+                300 * 300 * 1.2e-7) == "");
   }
   // NaN and inf propagate to their rows.
   std::vector<float> ones(128 * 128, 1.0f);

@@ -2,15 +2,15 @@
 # bench/gpu/run.sh: the CUDA backend's check on a GPU machine, in one device call, over the bundle
 # that bench/gpu/prepare.sh builds on a CPU machine (nothing is compiled here).
 #
-# NOT YET RUN on a GPU: written in a session without one. The first session lent a GPU runs it,
-# fixes what fails, reruns, and quotes $OUT/summary.md.
+# NOT YET RUN on a GPU: written where there was none. The first run on a GPU machine fixes what
+# fails, reruns, and quotes $OUT/summary.md.
 #
 #   on the CPU machine:  bench/gpu/prepare.sh
 #   the device call:     run(command="bench/gpu/run.sh", carry=["gpu-bundle"], timeout_s=420)
 #
 # Stages, in this order, each under its own time limit (a hung stage cannot eat the others; every log
 # comes back even when a stage fails). Limits, in seconds, sum to 339; with unpacking, env and the
-# summary the call stays under 6 minutes, so a fix and a rerun fit in a 15-minute GPU session:
+# summary the call stays under 6 minutes, so a fix and a rerun fit in 15 minutes of GPU time:
 #   env                        GPU, driver, where the CUDA libraries come from, ldd          -> env.log
 #   coverage              10   test_kernel_coverage (the kernel table, on the live registry) -> coverage.log
 #   test_cuda, test_cuda_cnn   30 + 30   the [cuda] tests with MINIDL_EXPECT_GPU=1 (a skip fails)

@@ -42,7 +42,9 @@ one() {
   fi
   echo "-- $label (at +$(($(date +%s) - T0))s, limit ${max}s): $*"
   local t=$(date +%s)
-  timeout --signal=KILL "$max" "$@" >"$file" 2>"$file.stderr"
+  # --foreground: the child stays in run.sh's process group, so the stage's own KILL reaches it too
+  # (a python or minidl left running would hold the GPU through the next stage).
+  timeout --foreground --signal=KILL "$max" "$@" >"$file" 2>"$file.stderr"
   local rc=$?
   cat "$file" "$file.stderr"
   echo "-- $label: exit $rc after $(($(date +%s) - t))s"

@@ -79,8 +79,9 @@ DeviceState& state(int device) {
     MINIDL_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
     MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&s.sm_count, cudaDevAttrMultiProcessorCount, device));
     // Outside the caching allocator: one small block for the life of the process.
-    MINIDL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&s.error_slot), sizeof(DeferredErrorRecord)));
-    MINIDL_CUDA_CHECK(cudaMemsetAsync(s.error_slot, 0, sizeof(DeferredErrorRecord), s.stream));
+    // Two records: the slot kernels fill, and the one take_deferred_error moves it to.
+    MINIDL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&s.error_slot), 2 * sizeof(DeferredErrorRecord)));
+    MINIDL_CUDA_CHECK(cudaMemsetAsync(s.error_slot, 0, 2 * sizeof(DeferredErrorRecord), s.stream));
     MINIDL_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&s.error_copy), sizeof(DeferredErrorRecord)));
     *s.error_copy = DeferredErrorRecord{};
   });
@@ -113,7 +114,15 @@ DeviceGuard::~DeviceGuard() {
 
 namespace {
 std::atomic<int64_t> host_syncs{0};
+
+// Moves the slot's record to `taken` and empties the slot, as one operation in stream order: every
+// kernel queued before it is in the record, every kernel queued after it finds an empty slot and
+// reports anew (a copy, a wait and a later clear would lose an error recorded in between).
+__global__ void take_deferred_error(DeferredErrorRecord* slot, DeferredErrorRecord* taken) {
+  *taken = *slot;
+  *slot = DeferredErrorRecord{};
 }
+}  // namespace
 
 void sync_stream(int device) {
   host_syncs.fetch_add(1, std::memory_order_relaxed);
@@ -124,16 +133,18 @@ void sync_stream(int device) {
   }
   std::lock_guard<std::mutex> lock(s.error_mutex);
   const bool armed = s.error_check_armed.exchange(false, std::memory_order_acq_rel);
-  // Queued behind every kernel already launched, so the one wait below covers the copy too.
-  if (armed)
-    MINIDL_CUDA_CHECK(cudaMemcpyAsync(s.error_copy, s.error_slot, sizeof(DeferredErrorRecord), cudaMemcpyDeviceToHost,
-                                      s.stream));
+  // Queued behind every kernel already launched, so the one wait below covers the take and the copy.
+  if (armed) {
+    DeviceGuard g(device);  // a kernel goes on a stream of the current device
+    DeferredErrorRecord* taken = s.error_slot + 1;
+    take_deferred_error<<<1, 1, 0, s.stream>>>(s.error_slot, taken);
+    MINIDL_CUDA_CHECK(cudaGetLastError());
+    MINIDL_CUDA_CHECK(cudaMemcpyAsync(s.error_copy, taken, sizeof(DeferredErrorRecord), cudaMemcpyDeviceToHost, s.stream));
+  }
   MINIDL_CUDA_CHECK(cudaStreamSynchronize(s.stream));
   if (!armed || s.error_copy->op == 0) return;
   const DeferredErrorRecord found = *s.error_copy;
   *s.error_copy = DeferredErrorRecord{};
-  // Cleared in stream order: kernels queued after this see an empty slot and can report anew.
-  MINIDL_CUDA_CHECK(cudaMemsetAsync(s.error_slot, 0, sizeof(DeferredErrorRecord), s.stream));
   throw Error(describe(found, device));
 }
 

@@ -174,7 +174,8 @@ void transpose_into(const S* a, int64_t lda, int64_t rows, int64_t cols, S* dens
 // a strided slab takes its jit GEMM, 2.1-4.2x slower per multiply-add in bf16 and up to 5x in f32
 // (ONEDNN_VERBOSE, MLP b128 step on Zen 5, 2 threads: slower than the whole product on one thread).
 // A slab of rows of a row-major a (and of c) is dense: such products are cut into row slabs of
-// multiples of 16 rows, or not cut (the first slab's thread runs the whole product). A column-major
+// multiples of 16 rows; with fewer than 32 rows a bf16 product is not cut (the first slab's thread
+// runs it all) and an f32 one keeps Eigen's split (on Eigen). A column-major
 // a (a weight gradient's gy^T) has each thread's rows copied row-major into its own buffer first:
 // m x k values against 2mnk flops. An f32 product wider than tall whose b is column-major (a
 // Linear's forward, x w^T) is cut into columns instead: each thread's columns of b (rows of the
@@ -187,20 +188,21 @@ void gemm_slab(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b, 
   int64_t align = 48;
   bool rows = m >= n;
   bool dense_rows_of_a = false, columns_via_buffer = false;
-  if (on_onednn<S>()) {
-    constexpr int64_t kAlign = 16;
-    align = kAlign;
-    if (std::is_same_v<S, float> && !rows && !b.row_major) {
-      columns_via_buffer = true;
-    } else {
-      if (m < 2 * kAlign) {
-        if (slab == 0) gemm_block(m, n, k, a, b, c, ldc, alpha, beta);
-        return;
-      }
-      rows = true;
-      dense_rows_of_a = !a.row_major;
-    }
+  constexpr int64_t kOnednnAlign = 16;
+  if (std::is_same_v<S, float> && on_onednn<S>() && !rows && !b.row_major) {
+    columns_via_buffer = true;
+    align = kOnednnAlign;
+  } else if (on_onednn<S>() && m >= 2 * kOnednnAlign) {
+    rows = true;
+    align = kOnednnAlign;
+    dense_rows_of_a = !a.row_major;
+  } else if (std::is_same_v<S, bfloat16> && on_onednn<S>()) {
+    // Too few rows for two bf16 row slabs: the first slab's thread runs the whole product.
+    if (slab == 0) gemm_block(m, n, k, a, b, c, ldc, alpha, beta);
+    return;
   }
+  // (An f32 product too short for row slabs keeps Eigen's split: its strided slabs are refused by
+  // oneDNN and run on Eigen on both threads, as a Linear's input gradient at batch 16 does.)
   const int64_t len = rows ? m : n;
   int64_t chunk = (len + slabs - 1) / slabs;
   chunk = std::min(len, (chunk + align - 1) / align * align);

@@ -33,7 +33,7 @@ int64_t calls() { return g_calls.load(); }
 #ifndef MINIDL_HAS_DNNL
 bool takes_bf16() { return false; }
 bool takes_f32() { return false; }
-void set_f32(bool) {}
+bool set_f32(bool) { return false; }
 bool gemm_f32(int64_t, int64_t, int64_t, MatrixRef<float>, MatrixRef<float>, float*, int64_t, float, float) { return false; }
 bool gemm_bf16(int64_t, int64_t, int64_t, MatrixRef<bfloat16>, MatrixRef<bfloat16>, float*, int64_t, float, float) {
   return false;
@@ -98,12 +98,20 @@ const Cached* lookup(int64_t m, int64_t n, int64_t k, const MatrixRef<S>& a, con
   return (cache[key] = std::move(c)).get();
 }
 
+// Whether x (rows x cols) has a leading dim of at least its line length: an expanded operand (a
+// broadcast row, stride 0) or overlapping lines stay with Eigen, which reads them as they are.
+template <class S>
+bool lines_apart(const MatrixRef<S>& x, int64_t rows, int64_t cols) {
+  return x.ld >= (x.row_major ? cols : rows);
+}
+
 // c in `result` (f32 or bf16).
 template <class S>
 bool run(int64_t m, int64_t n, int64_t k, const MatrixRef<S>& a, const MatrixRef<S>& b, void* c, dt result,
          int64_t ldc, float alpha, float beta) {
   if (m <= 0 || n <= 0 || k <= 0 || double(m) * double(n) * double(k) < kMinMacs) return false;
   if (std::is_same_v<S, bfloat16> && !takes_bf16()) return false;
+  if (!lines_apart(a, m, k) || !lines_apart(b, k, n)) return false;
   const Cached* p = lookup(m, n, k, a, b, ldc, alpha, beta, result);
   if (!p) return false;
   thread_local ThreadBuffer scratch;
@@ -141,7 +149,11 @@ bool takes_f32() {
   static const bool avx512 = dnnl_has_isa(dnnl_cpu_isa_avx512_core);
   return avx512 && switch_on(g_f32, "MINIDL_DNNL_F32") && dnnl_conv::enabled();
 }
-void set_f32(bool on) { g_f32.store(on ? 1 : 0); }
+bool set_f32(bool on) {
+  const bool was = switch_on(g_f32, "MINIDL_DNNL_F32");
+  g_f32.store(on ? 1 : 0);
+  return was;
+}
 
 bool gemm_f32(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> b, float* c, int64_t ldc,
               float alpha, float beta) {

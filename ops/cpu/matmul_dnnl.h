@@ -28,16 +28,16 @@ bool gemm_bf16(int64_t m, int64_t n, int64_t k, MatrixRef<bfloat16> a, MatrixRef
 
 // The same for f32 operands, on oneDNN's brgemm matmul (oneDNN 2.6 has it from avx512_core up):
 // used by the avx512 kernel set's GEMM where takes_f32(): the MLP's training step ran 1.07-1.10x
-// as fast as on Eigen's GEMM on one Zen 5 core, 1.12-1.18x on two (bench/README.md, performance
+// as fast as on Eigen's GEMM on one Zen 5 core, 1.12-1.13x on two (bench/README.md, performance
 // log 29). False where oneDNN would pick anything slower (its jit sgemm, for strided slabs).
 bool gemm_f32(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> b, float* c, int64_t ldc,
               float alpha, float beta);
 
 // Whether gemm_f32 takes f32 products at all now: oneDNN built in and enabled (dnnl_conv::enabled()),
 // finding AVX-512, and not switched off by MINIDL_DNNL_F32=0 or set_f32(false) (the tests run the
-// products both ways).
+// products both ways). set_f32 returns the switch's previous setting.
 bool takes_f32();
-void set_f32(bool on);
+bool set_f32(bool on);
 
 // Whether gemm_bf16 takes bf16 products at all now (oneDNN built in, dnnl_conv::native_bf16()).
 bool takes_bf16();

@@ -87,8 +87,8 @@ __global__ void scatter_add_kernel(atomic_acc_t<T>* out, const int64_t* index, c
   }
 }
 
-// Records the first value of a contiguous i64 tensor outside [0, bound) (other than `detail` when
-// skip) under `op`; `detail` goes into the record as it is.
+// Records a value of a contiguous i64 tensor outside [0, bound) (other than `detail` when skip)
+// under `op`, whichever bad value's thread claims the slot first; `detail` goes into the record as it is.
 __global__ void check_index_range_kernel(const int64_t* index, int64_t n, int64_t bound, int64_t detail, bool skip,
                                          DeferredOp op, DeferredErrorRecord* err) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
