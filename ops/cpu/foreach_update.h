@@ -57,8 +57,8 @@ void fused_update(int64_t n, const T* grad, std::array<T*, 4> arrays, Kernel&& k
   };
   // From 2^15 values a parameter is split (chunks of 2^14 in two ranges): a 256 x 256 weight's halves
   // are then updated by the cores whose GEMM slabs wrote their gradient rows (2^17 before: the
-  // caller updated it all, reading half from the other core; MLP update 0.107 -> 0.096 ms on two
-  // threads, bench/README.md, performance log 29).
+  // caller updated it all, reading half from the other core; MLP update 0.106-0.109 -> 0.094-0.098
+  // ms on two threads in runs before and after, bench/README.md, performance log 29).
   if (n < (int64_t{1} << 15)) {
     for (int64_t c = 0; c < chunks; ++c) run_chunk(c);
   } else {
