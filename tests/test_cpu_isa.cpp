@@ -204,12 +204,14 @@ TEST_CASE("every CPU kernel set multiplies matrices within the f32 rounding boun
 // panels, the kernel and so the sums are those of the f32 GEMM on the widened operands, bit for bit.
 // Shapes: register-block remainders; a depth over Eigen's k-block and rows over its m-block (several
 // packed panels of each operand); a product big enough to be split across threads; a 10-column
-// result (computed column-major); every storage order of both operands; an accumulating call (beta 1).
+// result (computed column-major); a result narrowed with streaming stores (slabs from 32 KiB) whose
+// rows start off 16-byte boundaries and end in partial stores (131 columns of 2 bytes); every storage
+// order of both operands; an accumulating call (beta 1).
 TEST_CASE("every CPU kernel set multiplies f16/bf16 matrices bit for bit as the f32 GEMM multiplies their widening", "[cpu_isa]") {
   struct Shape {
     int64_t m, k, n;
   };
-  const Shape shapes[] = {{37, 129, 45}, {13, 1100, 29}, {700, 300, 96}, {257, 64, 10}, {1, 7, 1}};
+  const Shape shapes[] = {{37, 129, 45}, {13, 1100, 29}, {700, 300, 96}, {300, 64, 131}, {257, 64, 10}, {1, 7, 1}};
   unsigned seed = 40;
   // The widening path and Eigen's f32 GEMM themselves: bf16 products on oneDNN's bf16 matmul
   // (AVX512_BF16 CPUs) and f32 ones on its f32 matmul (AVX-512) sum in other orders and are checked

@@ -12,6 +12,10 @@
 
 #include "framework/cpu_features.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>  // the streaming store and fence: every x86-64 kernel set has them
+#endif
+
 #if defined(__F16C__) || defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
@@ -178,6 +182,39 @@ void float_to_bf16(const float* src, bfloat16* dst, int64_t n) {
 #endif
   for (; i < n; ++i) d[i] = bf16_round(std::bit_cast<uint32_t>(src[i]));  // bit_cast: see bf16_to_float
 }
+
+template <class T>
+void store_rows_streaming(const float* src, int64_t src_ld, T* dst, int64_t dst_ld, int64_t rows, int64_t cols) {
+#if !defined(__SSE2__)
+  for (int64_t r = 0; r < rows; ++r) store_block(src + r * src_ld, dst + r * dst_ld, cols);
+#else
+  constexpr int64_t kPerStore = 16 / sizeof(T);  // values in one 16-byte streaming store
+  constexpr int64_t kChunk = 256;
+  alignas(64) T chunk[kChunk];
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* in = src + r * src_ld;
+    T* out = dst + r * dst_ld;
+    // Plain stores up to the first 16-byte boundary (T is naturally aligned, so one is reached) and
+    // after the last; in between, each piece rounded into `chunk` (in L1) by the same conversion as
+    // store_block, then streamed out.
+    const auto misalign = static_cast<int64_t>(reinterpret_cast<uintptr_t>(out) % 16);
+    int64_t i = std::min(cols, (16 - misalign) % 16 / static_cast<int64_t>(sizeof(T)));
+    store_block(in, out, i);
+    while (cols - i >= kPerStore) {
+      const int64_t len = std::min(kChunk, (cols - i) / kPerStore * kPerStore);
+      store_block(in + i, chunk, len);
+      for (int64_t j = 0; j < len; j += kPerStore)
+        _mm_stream_si128(reinterpret_cast<__m128i*>(out + i + j), _mm_load_si128(reinterpret_cast<const __m128i*>(chunk + j)));
+      i += len;
+    }
+    store_block(in + i, out + i, cols - i);
+  }
+  _mm_sfence();  // streaming stores are weakly ordered: complete them before another thread reads
+#endif
+}
+template void store_rows_streaming<float>(const float*, int64_t, float*, int64_t, int64_t, int64_t);
+template void store_rows_streaming<half>(const float*, int64_t, half*, int64_t, int64_t, int64_t);
+template void store_rows_streaming<bfloat16>(const float*, int64_t, bfloat16*, int64_t, int64_t, int64_t);
 
 namespace {
 #if defined(__AVX2__) && defined(__F16C__)

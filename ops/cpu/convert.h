@@ -30,6 +30,16 @@ inline void store_block(const compute_t<T>* src, T* dst, int64_t n) {
   else std::memcpy(dst, src, n * sizeof(T));
 }
 
+// rows x cols f32 values (row stride src_ld) stored as T (f32, f16 or bf16; rounded as
+// store_block) into dst (row stride dst_ld) with streaming stores, which write whole cache lines
+// without fetching them first. For a block whose lines another core holds: a plain store first
+// fetches each line from there, and a loop with nothing else to do waits for every fetch (a slab of
+// a narrowed GEMM result, 256 x 432 f16, took 3.5-4x as long; bench/README.md, performance log 31).
+// Not for data this core will read again soon: streamed lines leave its cache. The values are
+// visible to other threads on return (a store fence ends it).
+template <class T>
+void store_rows_streaming(const float* src, int64_t src_ld, T* dst, int64_t dst_ld, int64_t rows, int64_t cols);
+
 // Images of NCHW f32/f16/bf16 data to f32 in a channel-blocked layout and back: oneDNN's nChw8c /
 // nChw16c (block 8 or 16), the channels in groups of `block`, each group stored pixel by pixel with
 // its channels side by side. A last partial group is padded with zeros when widening and skipped

@@ -128,9 +128,17 @@ using Scalar = std::conditional_t<is_low_precision_v<T>, float, T>;
 // widened into it first when beta != 0), narrowed into c row by row while the buffer is in cache,
 // instead of an f32 result the size of c written, read back and narrowed in a pass of its own
 // (bench/README.md, performance log 20). bf16 with beta == 0 on oneDNN: written in bf16 by it.
+// A slab of a product cut across threads (slab_of_split), from kStreamedResultBytes up, is written
+// with streaming stores (convert.h): its lines of c were last held by the other core as often as by
+// this one (the allocator reuses blocks either freed), plain stores fetched each of them first, and
+// the narrowing loop has no arithmetic to hide that behind. MLP fp16 step on two threads 1.05-1.09x;
+// slabs from 128 KiB only, less; a whole product on one thread streamed, 0.96x (c was in this core's
+// cache, and its next reader found it gone); f32 results copied out of a buffer, or casts, streamed:
+// 0.91-0.92x (bench/README.md, performance log 31).
+constexpr int64_t kStreamedResultBytes = int64_t{32} << 10;
 template <class S>
 void gemm_serial_narrowed(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b, S* c, int64_t ldc, float alpha,
-                          float beta) {
+                          float beta, bool slab_of_split) {
   if (m == 0 || n == 0) return;
   if constexpr (std::is_same_v<S, bfloat16>) {
     if (beta == 0.0f && dnnl_matmul::gemm_bf16(m, n, k, a, b, c, ldc, alpha)) return;
@@ -140,14 +148,15 @@ void gemm_serial_narrowed(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, Matri
   if (beta != 0.0f)
     for (int64_t i = 0; i < m; ++i) load_block(c + i * ldc, t + i * n, n);
   gemm_serial<S, float>(m, n, k, a, b, t, n, alpha, beta);
-  for (int64_t i = 0; i < m; ++i) store_block(t + i * n, c + i * ldc, n);
+  if (slab_of_split && m * n * static_cast<int64_t>(sizeof(S)) >= kStreamedResultBytes) store_rows_streaming(t, n, c, ldc, m, n);
+  else for (int64_t i = 0; i < m; ++i) store_block(t + i * n, c + i * ldc, n);
 }
 
 // One block of c: f16/bf16 narrowed from f32 (above), any other type multiplied in its own.
 template <class S, class T>
 void gemm_block(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b, T* c, int64_t ldc, Scalar<T> alpha,
-                Scalar<T> beta) {
-  if constexpr (is_low_precision_v<T>) gemm_serial_narrowed<S>(m, n, k, a, b, c, ldc, alpha, beta);
+                Scalar<T> beta, bool slab_of_split = false) {
+  if constexpr (is_low_precision_v<T>) gemm_serial_narrowed<S>(m, n, k, a, b, c, ldc, alpha, beta, slab_of_split);
   else gemm_serial<S, T>(m, n, k, a, b, c, ldc, alpha, beta);
 }
 
@@ -212,7 +221,7 @@ void gemm_slab(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b, 
     thread_local ThreadBuffer rows_of_a;
     S* dense = static_cast<S*>(rows_of_a.reserve(static_cast<size_t>((s1 - s0) * k) * sizeof(S)));
     transpose_into(a.at(s0, 0), a.ld, s1 - s0, k, dense);
-    gemm_block(s1 - s0, n, k, MatrixRef<S>{dense, true, k}, b, c + s0 * ldc, ldc, alpha, beta);
+    gemm_block(s1 - s0, n, k, MatrixRef<S>{dense, true, k}, b, c + s0 * ldc, ldc, alpha, beta, true);
     return;
   }
   if (columns_via_buffer) {
@@ -225,8 +234,8 @@ void gemm_slab(int64_t m, int64_t n, int64_t k, MatrixRef<S> a, MatrixRef<S> b, 
     for (int64_t i = 0; i < m; ++i) std::copy(t + i * w, t + (i + 1) * w, c + i * ldc + s0);
     return;
   }
-  if (rows) gemm_block(s1 - s0, n, k, MatrixRef<S>{a.at(s0, 0), a.row_major, a.ld}, b, c + s0 * ldc, ldc, alpha, beta);
-  else gemm_block(m, s1 - s0, k, a, MatrixRef<S>{b.at(0, s0), b.row_major, b.ld}, c + s0, ldc, alpha, beta);
+  if (rows) gemm_block(s1 - s0, n, k, MatrixRef<S>{a.at(s0, 0), a.row_major, a.ld}, b, c + s0 * ldc, ldc, alpha, beta, true);
+  else gemm_block(m, s1 - s0, k, a, MatrixRef<S>{b.at(0, s0), b.row_major, b.ld}, c + s0, ldc, alpha, beta, true);
 }
 
 bool has_unit_stride(const Tensor& t) {
