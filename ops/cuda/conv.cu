@@ -37,8 +37,15 @@ cudnnHandle_t handle(int device) {
   Slot& s = slots.at(static_cast<size_t>(device));
   std::call_once(s.once, [&] {
     minidl::cuda::DeviceGuard g(device);
-    MINIDL_CUDNN_CHECK(cudnnCreate(&s.h));
-    MINIDL_CUDNN_CHECK(cudnnSetStream(s.h, minidl::cuda::stream(device)));
+    cudnnHandle_t h = nullptr;
+    MINIDL_CUDNN_CHECK(cudnnCreate(&h));
+    try {
+      MINIDL_CUDNN_CHECK(cudnnSetStream(h, minidl::cuda::stream(device)));
+    } catch (...) {
+      cudnnDestroy(h);  // call_once runs again on the next call, creating another
+      throw;
+    }
+    s.h = h;
   });
   return s.h;
 }
@@ -105,28 +112,37 @@ struct Descriptors {
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
 
+  // A failing call leaves the constructor by an exception, when no destructor runs: the descriptors
+  // created before it are destroyed here.
   Descriptors(const Conv2dGeometry& g, const Plan& p, DType t) {
-    const cudnnDataType_t dt = data_type(t);
-    const cudnnDataType_t compute = t == DType::F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
-    MINIDL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
-    MINIDL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&y));
-    MINIDL_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
-    MINIDL_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
-    MINIDL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, dt, as_int(g.N), as_int(g.C), as_int(p.H), as_int(p.W)));
-    MINIDL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, dt, as_int(g.N), as_int(g.O), as_int(g.OH), as_int(g.OW)));
-    MINIDL_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, dt, CUDNN_TENSOR_NCHW, as_int(g.O), as_int(g.C / g.groups), as_int(g.kH),
-                                                  as_int(g.kW)));
-    MINIDL_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, as_int(p.ph), as_int(p.pw), as_int(g.sh), as_int(g.sw), as_int(g.dh),
-                                                       as_int(g.dw), CUDNN_CROSS_CORRELATION, compute));
-    MINIDL_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv, as_int(g.groups)));
-    MINIDL_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, is_low_precision(t) ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+    try {
+      const cudnnDataType_t dt = data_type(t);
+      const cudnnDataType_t compute = t == DType::F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+      MINIDL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
+      MINIDL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&y));
+      MINIDL_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
+      MINIDL_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
+      MINIDL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, dt, as_int(g.N), as_int(g.C), as_int(p.H), as_int(p.W)));
+      MINIDL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, dt, as_int(g.N), as_int(g.O), as_int(g.OH), as_int(g.OW)));
+      MINIDL_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, dt, CUDNN_TENSOR_NCHW, as_int(g.O), as_int(g.C / g.groups), as_int(g.kH),
+                                                    as_int(g.kW)));
+      MINIDL_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, as_int(p.ph), as_int(p.pw), as_int(g.sh), as_int(g.sw), as_int(g.dh),
+                                                         as_int(g.dw), CUDNN_CROSS_CORRELATION, compute));
+      MINIDL_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv, as_int(g.groups)));
+      MINIDL_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, is_low_precision(t) ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+    } catch (...) {
+      destroy();
+      throw;
+    }
   }
-  ~Descriptors() {
-    // Destroy calls cannot fail for valid descriptors; a destructor must not throw.
+  ~Descriptors() { destroy(); }
+  // Destroy calls cannot fail for valid descriptors; a destructor must not throw.
+  void destroy() noexcept {
     if (conv) cudnnDestroyConvolutionDescriptor(conv);
     if (w) cudnnDestroyFilterDescriptor(w);
     if (y) cudnnDestroyTensorDescriptor(y);
     if (x) cudnnDestroyTensorDescriptor(x);
+    conv = nullptr, w = nullptr, y = nullptr, x = nullptr;
   }
   Descriptors(const Descriptors&) = delete;
   Descriptors& operator=(const Descriptors&) = delete;
