@@ -106,15 +106,25 @@ class NcclProcessGroup final : public ProcessGroup {
     bootstrap.broadcast({bytes}, 0)->wait();
     words = bytes.to_vector<int32_t>();
     std::memcpy(&id, words.data(), sizeof(id));
-    check_nccl(ncclCommInitRank(&comm_, size_, id, rank_), op);
-    MINIDL_CUDA_CHECK(cudaStreamCreateWithFlags(&nccl_stream_, cudaStreamNonBlocking));
-    MINIDL_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
+    // A constructor left by an exception runs no destructor: what was created is released here.
+    try {
+      check_nccl(ncclCommInitRank(&comm_, size_, id, rank_), op);
+      MINIDL_CUDA_CHECK(cudaStreamCreateWithFlags(&nccl_stream_, cudaStreamNonBlocking));
+      MINIDL_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
+    } catch (...) {
+      release();
+      throw;
+    }
   }
   ~NcclProcessGroup() override {
     cuda::DeviceGuard g(device_);
+    release();
+  }
+  void release() noexcept {
     if (comm_) ncclCommDestroy(comm_);
     if (ready_) cudaEventDestroy(ready_);
     if (nccl_stream_) cudaStreamDestroy(nccl_stream_);
+    comm_ = nullptr, ready_ = nullptr, nccl_stream_ = nullptr;
   }
 
   int rank() const override { return rank_; }

@@ -30,10 +30,17 @@ cublasHandle_t handle(int device) {
   Slot& s = slots.at(static_cast<size_t>(device));
   std::call_once(s.once, [&] {
     minidl::cuda::DeviceGuard g(device);
-    MINIDL_CUBLAS_CHECK(cublasCreate(&s.h));
-    MINIDL_CUBLAS_CHECK(cublasSetStream(s.h, minidl::cuda::stream(device)));
-    // Tensor cores for f16/bf16 are the default; f32 stays exact f32 (no TF32).
-    MINIDL_CUBLAS_CHECK(cublasSetMathMode(s.h, CUBLAS_DEFAULT_MATH));
+    cublasHandle_t h = nullptr;
+    MINIDL_CUBLAS_CHECK(cublasCreate(&h));
+    try {
+      MINIDL_CUBLAS_CHECK(cublasSetStream(h, minidl::cuda::stream(device)));
+      // Tensor cores for f16/bf16 are the default; f32 stays exact f32 (no TF32).
+      MINIDL_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+    } catch (...) {
+      cublasDestroy(h);  // call_once runs again on the next call, creating another
+      throw;
+    }
+    s.h = h;
   });
   return s.h;
 }
