@@ -212,7 +212,6 @@ void store_rows_streaming(const float* src, int64_t src_ld, T* dst, int64_t dst_
   _mm_sfence();  // streaming stores are weakly ordered: complete them before another thread reads
 #endif
 }
-template void store_rows_streaming<float>(const float*, int64_t, float*, int64_t, int64_t, int64_t);
 template void store_rows_streaming<half>(const float*, int64_t, half*, int64_t, int64_t, int64_t);
 template void store_rows_streaming<bfloat16>(const float*, int64_t, bfloat16*, int64_t, int64_t, int64_t);
 

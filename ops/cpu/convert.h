@@ -30,9 +30,9 @@ inline void store_block(const compute_t<T>* src, T* dst, int64_t n) {
   else std::memcpy(dst, src, n * sizeof(T));
 }
 
-// rows x cols f32 values (row stride src_ld) stored as T (f32, f16 or bf16; rounded as
-// store_block) into dst (row stride dst_ld) with streaming stores, which write whole cache lines
-// without fetching them first. For a block whose lines another core holds: a plain store first
+// rows x cols f32 values (row stride src_ld) narrowed to T (f16 or bf16, rounded as store_block)
+// into dst (row stride dst_ld) with streaming stores, which write whole cache lines without
+// fetching them first. For a block whose lines another core holds: a plain store first
 // fetches each line from there, and a loop with nothing else to do waits for every fetch (a slab of
 // a narrowed GEMM result, 256 x 432 f16, took 3.5-4x as long; bench/README.md, performance log 31).
 // Not for data this core will read again soon: streamed lines leave its cache. The values are
