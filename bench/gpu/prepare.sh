@@ -3,15 +3,15 @@
 # git-ignored folder gpu-bundle/, so the device call only runs binaries (no build on the GPU
 # machine, whose time is scarce). Run from anywhere; ~5 minutes with a warm ccache.
 #
-#   gpu-bundle/bin.tar.xz   bin/ and lib/, packed:
+#   gpu-bundle/bin.tar.xz   bin/, lib/ and data/, packed:
 #     bin/   test_cuda, test_cuda_cnn, test_cuda_deferred_errors, test_kernel_coverage, test_dist_nccl, minidl-train,
 #            minidl-bench-step (sm_90, stripped)
-#     lib/   the non-CUDA shared libraries they load (libstdc++, libgcc_s, libgomp, libz, and Open
-#                     MPI's libraries, which the binaries link but a world of one never starts):
+#     lib/   the non-CUDA shared libraries they load (libstdc++, libgcc_s, libgomp, libz, oneDNN, and
+#                     Open MPI's libraries, which the binaries link but a world of one never starts):
 #                     the GPU machine may have older or none. The CUDA libraries (cudart, cuBLAS,
 #                     cuBLASLt, cuDNN, NCCL: over 1 GB) are NOT bundled; run.sh finds them there
 #                     (toolkit or PyTorch's nvidia-* wheels) and reports any that are missing.
-#   gpu-bundle/data/fashion-mnist/   the 4 Fashion-MNIST files (real files, not links)
+#     data/fashion-mnist/   the 4 Fashion-MNIST files, uncompressed
 #   gpu-bundle/MANIFEST              git commit, build flags, sizes, ldd of every binary
 #
 # Then: run(command="bench/gpu/run.sh", carry=["gpu-bundle"], timeout_s=420). The bundle must stay
@@ -44,11 +44,15 @@ for t in "${TARGETS[@]}"; do
   strip -o "$BUNDLE/bin/$t" "$f"
 done
 
-# Shared libraries outside the CUDA toolkit and the C library itself.
+# Every shared library outside the CUDA toolkit and the C library itself (oneDNN, Open MPI, libstdc++,
+# libgomp, ...): the GPU machine's image has none of Debian's, or other versions.
 for lib in $(ldd "$BUNDLE"/bin/* | awk '/=>/ {print $3}' | sort -u); do
+  case "$lib" in
+    /usr/local/cuda*) continue ;;
+  esac
   case "$(basename "$lib")" in
-    libstdc++.so.*|libgcc_s.so.*|libgomp.so.*|libz.so.*) cp -L "$lib" "$BUNDLE/lib/" ;;
-    libmpi.so.*|libopen-rte.so.*|libopen-pal.so.*|libhwloc.so.*|libevent*.so.*|libudev.so.*) cp -L "$lib" "$BUNDLE/lib/" ;;
+    libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|ld-linux*) ;;
+    *) cp -L "$lib" "$BUNDLE/lib/" ;;
   esac
 done
 
@@ -57,7 +61,9 @@ if ! ls data/fashion-mnist/*-ubyte.gz >/dev/null 2>&1; then
   echo "prepare.sh: data/fashion-mnist/ is missing; running scripts/setup_data.sh" >&2
   bash scripts/setup_data.sh || die "no Fashion-MNIST data (scripts/setup_data.sh failed)"
 fi
-cp -L data/fashion-mnist/*-ubyte.gz "$BUNDLE/data/fashion-mnist/"
+# Uncompressed here (the loader reads either) so that the archive's xz does better than gzip did:
+# the bundle must stay under the 64 MiB a device call carries.
+for f in data/fashion-mnist/*-ubyte.gz; do zcat "$f" >"$BUNDLE/data/fashion-mnist/$(basename "$f" .gz)"; done
 
 {
   echo "commit $(git rev-parse HEAD)$(git diff --quiet || echo ' (dirty)')"
@@ -94,10 +100,10 @@ for mode in "--suite mlp:128 fp16 0.1 1" "--conv-layout 0.1 1"; do
     die "bundled minidl-bench-step $mode --device cuda did not refuse cleanly without a GPU (exit $rc): $out"
 done
 echo "bundled minidl-bench-step runs --one on the CPU and refuses --device cuda without a GPU, as it should"
-# Binaries and libraries travel as one xz archive (~5x smaller; the data is already gzip'd);
-# run.sh unpacks it.
-tar -C "$BUNDLE" -cf - bin lib | xz -T2 -6 >"$BUNDLE/bin.tar.xz"
-rm -rf "$BUNDLE/bin" "$BUNDLE/lib"
+# Binaries, libraries and data travel as one xz archive (binaries ~5x smaller, the data 15% smaller
+# than gzip's); run.sh unpacks it.
+tar -C "$BUNDLE" -cf - bin lib data | xz -T2 -9 >"$BUNDLE/bin.tar.xz"
+rm -rf "$BUNDLE/bin" "$BUNDLE/lib" "$BUNDLE/data"
 bytes=$(du -sb "$BUNDLE" | cut -f1)
 echo "gpu-bundle: $((bytes / 1048576)) MiB ($bytes bytes)"
 [ "$bytes" -lt $((64 * 1048576)) ] || die "gpu-bundle is $bytes bytes, over the 64 MiB a device call carries"

@@ -31,11 +31,23 @@
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$ROOT"
-OUT="${OUT:-$ROOT/out/gpu}"
-mkdir -p "$OUT"
+# The device tool brings back at most 8 files from $OUT: the stages log into a scratch folder, packed
+# into $OUT/logs.tgz after every stage (so a call killed at its limit still returns what ran), and
+# summary.md, steps.md and conv_layout.md are copied beside it at the end.
+if [ -n "${OUT:-}" ]; then
+  RESULTS="$OUT"
+  OUT="${TMPDIR:-/tmp}/minidl-gpu-logs"
+  rm -rf "$OUT"
+else
+  RESULTS="$ROOT/out/gpu"
+  OUT="$RESULTS"
+fi
+mkdir -p "$OUT" "$RESULTS"
+pack() { [ "$OUT" = "$RESULTS" ] || tar -C "$OUT" -czf "$RESULTS/logs.tgz" . 2>/dev/null; }
 BUNDLE="$ROOT/gpu-bundle"
 BIN="$BUNDLE/bin"
 LIBDIR="$BUNDLE/lib"
+DATA="$BUNDLE/data/fashion-mnist"
 T0=$(date +%s)
 STAGES=()
 
@@ -49,6 +61,7 @@ stage() {
   local rc=$?
   STAGES+=("$name $rc $(($(date +%s) - t))")
   echo "== $name: exit $rc after $(($(date +%s) - t))s" | tee -a "$OUT/$name.log"
+  pack
 }
 
 if [ -f "$BUNDLE/bin.tar.xz" ]; then
@@ -56,6 +69,7 @@ if [ -f "$BUNDLE/bin.tar.xz" ]; then
   rm -rf "$UNPACKED" && mkdir -p "$UNPACKED" && tar -C "$UNPACKED" -xJf "$BUNDLE/bin.tar.xz"
   BIN="$UNPACKED/bin"
   LIBDIR="$UNPACKED/lib"
+  DATA="$UNPACKED/data/fashion-mnist"
 fi
 if [ ! -x "$BIN/test_cuda" ]; then
   echo "no gpu-bundle/bin.tar.xz: run bench/gpu/prepare.sh on the CPU machine and carry gpu-bundle" | tee "$OUT/summary.md"
@@ -72,8 +86,11 @@ LIBS="$LIBDIR"
 for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
   [ -d "$d" ] && LIBS="$LIBS:$d"
 done
-for m in cudnn cublas cuda_runtime nccl; do
-  d=$(python3 -c "import nvidia.$m as x; print(list(x.__path__)[0])" 2>/dev/null) && [ -d "$d/lib" ] && LIBS="$LIBS:$d/lib"
+# PyTorch's nvidia-* wheels: nvidia/<name>/lib (CUDA 12 wheels) or nvidia/cu13/lib (CUDA 13 wheels).
+for d in $(python3 -c 'import nvidia; print(" ".join(nvidia.__path__))' 2>/dev/null); do
+  for l in $(find "$d" -name 'lib*.so*' \( -name 'libcudnn.so*' -o -name 'libcublas*.so*' -o -name 'libcudart.so*' -o -name 'libnccl.so*' \) -printf '%h\n' 2>/dev/null | sort -u); do
+    LIBS="$LIBS:$l"
+  done
 done
 export LD_LIBRARY_PATH="$LIBS:${LD_LIBRARY_PATH:-}"
 {
@@ -87,6 +104,7 @@ export LD_LIBRARY_PATH="$LIBS:${LD_LIBRARY_PATH:-}"
     'import torch; print("python3: torch", torch.__version__, "CUDA", torch.version.cuda, "GPU", torch.cuda.is_available())' ||
     echo "python3 has no usable torch: the steps and conv_layout stages will have no PyTorch side"
 } >"$OUT/env.log" 2>&1
+pack
 if grep -q "not found" "$OUT/env.log"; then echo "MISSING LIBRARIES (see env.log):"; grep "not found" "$OUT/env.log" | sort -u; fi
 
 export MINIDL_EXPECT_GPU=1
@@ -112,7 +130,7 @@ fi
 # ---------------------------------------------------------------- LeNet-5, 1 epoch per precision
 for amp in off fp16 bf16; do
   name=lenet_$([ $amp = off ] && echo f32 || echo $amp)
-  stage "$name" 18 "$BIN/minidl-train" --model lenet --dataset fashion-mnist --data "$BUNDLE/data/fashion-mnist" \
+  stage "$name" 18 "$BIN/minidl-train" --model lenet --dataset fashion-mnist --data "$DATA" \
     --epochs 1 --batch-size 64 --device cuda --amp $amp --no-progress --json "$OUT/$name.json"
 done
 
@@ -145,4 +163,8 @@ stage conv_layout 30 bench/gpu/versus_torch.sh conv_layout "$BIN" "$OUT" 27
     [ -f "$OUT/$f" ] && { echo; sed 's/^# /## /' "$OUT/$f"; }
   done
 } >"$OUT/summary.md"
+pack
+if [ "$OUT" != "$RESULTS" ]; then
+  for f in summary.md steps.md conv_layout.md; do [ -f "$OUT/$f" ] && cp "$OUT/$f" "$RESULTS/"; done
+fi
 cat "$OUT/summary.md"
