@@ -37,6 +37,7 @@
 
 #include "data/dataloader.h"
 #include "data/tensor_dataset.h"
+#include "bench/host_sampler.h"
 #include "framework/cuda.h"
 #include "minidl.h"
 
@@ -298,6 +299,7 @@ void print_result(const ModelSpec& spec, const std::string& prec, Device dev, do
 
 // --one MODEL PRECISION STEPS REPS [BATCH] [--device D]: one workload, one JSON line (bench/compare/
 // runs one process per workload so that each gets its own peak RSS and time to the first step).
+// With MINIDL_BENCH_SAMPLE=FILE set, a host profile of the timed steps goes to FILE.
 int run_one(int argc, char** argv) {
   Args a;
   if (!parse_args(argc, argv, a)) return 2;
@@ -323,8 +325,13 @@ int run_one(int argc, char** argv) {
   const double first = std::chrono::duration<double>(std::chrono::steady_clock::now() - kStart).count();
   runner.run({p, false}, std::max(2, steps / 5));  // warm-up
   const int64_t allocs0 = device_allocs(a.device);
+  // MINIDL_BENCH_SAMPLE=FILE: a host profile of the timed steps (bench/host_sampler.h).
+  const char* sample_path = std::getenv("MINIDL_BENCH_SAMPLE");
+  if (sample_path) bench::HostSampler::start();
   std::vector<double> rates;
   for (int r = 0; r < reps; ++r) rates.push_back(steps * sized.batch / runner.run({p, false}, steps));
+  if (sample_path && !bench::HostSampler::stop(sample_path))
+    std::fprintf(stderr, "minidl-bench-step: cannot write the host profile to %s\n", sample_path);
   print_result(sized, prec, a.device, first, steps, rates, device_allocs(a.device) - allocs0);
   return 0;
 }
@@ -413,8 +420,8 @@ const ConvShape kResNet20Convs[] = {
 // weight gradients, no bias) of each ResNet-20 shape, images (x and the output gradient) NCHW and
 // channels-last, the weight contiguous as minidl's Conv2d holds it. Per shape: three warm-up passes
 // per layout, five timed to size the repetitions, then REPS repetitions alternating the layouts.
-// One JSON line per shape and layout: ms per forward + backward, per repetition, and the layout of
-// the output conv2d returned.
+// One JSON line per shape and layout: ms per forward + backward, per repetition, the ms until the
+// passes were queued (host_ms), and the layout of the output conv2d returned.
 int run_conv_layout(int argc, char** argv) {
   Args a;
   if (!parse_args(argc, argv, a)) return 2;
@@ -447,6 +454,9 @@ int run_conv_layout(int argc, char** argv) {
       gy[f] = randn({batch, c.cout, out_hw, out_hw}).to(dtype).to(dev).contiguous(formats[f]);
     }
     MemoryFormat out_format[2] = {MemoryFormat::Contiguous, MemoryFormat::Contiguous};
+    // Seconds until the last pass was queued (before the final wait): near the whole time when the
+    // host's work per pass, not the device, sets the pace.
+    double enqueued_s = 0;
     // n passes of forward + backward in layout f; seconds from an idle device to the last pass's end.
     auto run = [&](int f, int n) {
       sync();
@@ -459,6 +469,7 @@ int run_conv_layout(int argc, char** argv) {
         out_format[f] = y.suggest_memory_format();
         y.backward(gy[f]);
       }
+      enqueued_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       sync();
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     };
@@ -468,11 +479,12 @@ int run_conv_layout(int argc, char** argv) {
       pass_s = std::max(pass_s, run(f, 5) / 5);  // warm-up, timed
     }
     const int n = static_cast<int>(std::clamp(seconds / pass_s, 3.0, 1e5));
-    std::vector<double> ms[2];
+    std::vector<double> ms[2], host_ms[2];
     for (int r = 0; r < reps; ++r)
       for (int i = 0; i < 2; ++i) {
         const int f = r % 2 ? 1 - i : i;
         ms[f].push_back(run(f, n) / n * 1e3);
+        host_ms[f].push_back(enqueued_s / n * 1e3);
       }
     for (int f = 0; f < 2; ++f) {
       std::printf("{\"side\": \"minidl\", \"conv\": \"%lldx%lldx%lldx%lld k%lld s%lld\", \"cin\": %lld, \"cout\": %lld, "
@@ -483,6 +495,8 @@ int run_conv_layout(int argc, char** argv) {
                   (long long)c.count, (long long)batch, dtype_arg.c_str(), format_names[f],
                   out_format[f] == MemoryFormat::ChannelsLast ? "channels_last" : "nchw", dev.str().c_str(), n);
       for (size_t r = 0; r < ms[f].size(); ++r) std::printf("%s%.4f", r ? ", " : "", ms[f][r]);
+      std::printf("], \"host_ms\": [");
+      for (size_t r = 0; r < host_ms[f].size(); ++r) std::printf("%s%.4f", r ? ", " : "", host_ms[f][r]);
       std::printf("]}\n");
     }
     std::fflush(stdout);

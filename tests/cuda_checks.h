@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -49,11 +51,18 @@ inline Tensor randn_cpu(const Shape& shape, DType dt, uint64_t seed, double scal
   return cast(x, dt);
 }
 
-// |got - want| <= atol + rtol * |want| everywhere (NaN matches NaN, inf matches the same inf).
-inline void check_close(const Tensor& got, const Tensor& want, double rtol, double atol, const std::string& what) {
+// |got - want| <= atol + rtol * (|want| + scale) everywhere (NaN matches NaN, inf matches the same
+// inf). scale, when defined (same shape, any dtype, on the CPU), is how far the function moves when
+// its inputs move by one relative unit (relative_sensitivity below): where the result cancels or
+// amplifies its inputs' rounding, two correct implementations differ by about rtol times that, not
+// rtol times the result.
+inline void check_close(const Tensor& got, const Tensor& want, double rtol, double atol, const std::string& what,
+                        const Tensor& scale = Tensor()) {
   INFO(what << ": got " << got.meta_str() << ", want " << want.meta_str());
   REQUIRE(got.shape() == want.shape());
   const std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
+  const std::vector<double> sc = scale.defined() ? scale.to_vector<double>() : std::vector<double>(g.size(), 0.0);
+  REQUIRE(sc.size() == g.size());
   double worst = 0;
   int64_t at = -1;
   for (size_t i = 0; i < g.size(); ++i) {
@@ -65,11 +74,23 @@ inline void check_close(const Tensor& got, const Tensor& want, double rtol, doub
       if (g[i] != w[i]) { worst = INFINITY; at = static_cast<int64_t>(i); break; }
       continue;
     }
-    const double excess = std::fabs(g[i] - w[i]) / (atol + rtol * std::fabs(w[i]));
+    const double excess = std::fabs(g[i] - w[i]) / (atol + rtol * (std::fabs(w[i]) + sc[i]));
     if (excess > worst) { worst = excess; at = static_cast<int64_t>(i); }
   }
-  if (at >= 0) INFO("worst element " << at << ": got " << g[at] << ", want " << w[at] << " (" << worst << "x the tolerance)");
+  std::ostringstream worst_at;
+  if (at >= 0) worst_at << "worst element " << at << ": got " << g[at] << ", want " << w[at] << ", scale " << sc[at] << " (" << worst << "x the tolerance)";
+  INFO(worst_at.str());
   CHECK(worst <= 1.0);
+}
+
+// |f(x (1 + h)) - f(x (1 - h))| / (2h), element-wise, with f evaluated in f64 on the CPU: how much f
+// moves per relative unit of x. With f(x) = x it is |x|; where f amplifies x's rounding (exp of a
+// large argument) or cancels (1 - y^2 near |y| = 1, gelu's derivative near its zero) it is much more
+// than |f(x)|.
+inline Tensor relative_sensitivity(const std::function<Tensor(const Tensor&)>& f, const Tensor& x) {
+  const double h = 1.0 / (1 << 20);
+  const Tensor x64 = cast(x.device().is_cpu() ? x : x.to(Device::cpu()), DType::F64);
+  return mul(abs(sub(f(mul(x64, 1 + h)), f(mul(x64, 1 - h)))), 0.5 / h);
 }
 
 inline void check_equal(const Tensor& got, const Tensor& want, const std::string& what) { check_close(got, want, 0, 0, what); }

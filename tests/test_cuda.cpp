@@ -486,8 +486,26 @@ TEST_CASE("cuda: binary kernels agree with the CPU for every op, layout and floa
         R().binary.get(kCuda, t)(op, dout, aa.to(kCuda), bb.defined() ? bb.to(kCuda) : Tensor(), scalar, alpha);
         std::ostringstream what;
         what << "binary op " << static_cast<int>(op) << ", " << L.name << ", " << dtype_name(t);
-        if (cmp) check_equal(dout, hout, what.str());
-        else check_close(dout, hout, ew_rtol(t), 4 * traits(t).min_normal, what.str());
+        if (cmp) {
+          check_equal(dout, hout, what.str());
+          continue;
+        }
+        // The CPU's f64 kernel, perturbed in a and in b: the scale of the rounding differences where
+        // the op cancels (gelu's derivative near its zero, 1 - y^2 near |y| = 1) or amplifies. The
+        // modulo ops jump: they are held to the plain tolerance.
+        const bool jumps = op == BinaryOp::Remainder || op == BinaryOp::Fmod || op == BinaryOp::DivFloor || op == BinaryOp::DivTrunc;
+        Tensor scale;
+        if (!jumps) {
+          auto f64_op = [&](const Tensor& x, const Tensor& y) {
+            Tensor o = empty(L.out, DType::F64);
+            R().binary.get(Device::cpu(), DType::F64)(op, o, x, y, scalar, alpha);
+            return o;
+          };
+          const Tensor a64 = cast(aa, DType::F64), b64 = bb.defined() ? cast(bb, DType::F64) : Tensor();
+          scale = relative_sensitivity([&](const Tensor& x) { return f64_op(x, b64); }, aa);
+          if (bb.defined()) scale = add(scale, relative_sensitivity([&](const Tensor& y) { return f64_op(a64, y); }, bb));
+        }
+        check_close(dout, hout, ew_rtol(t), 4 * traits(t).min_normal, what.str(), scale);
       }
     }
   }
@@ -547,7 +565,16 @@ TEST_CASE("cuda: unary kernels agree with the CPU", "[cuda]") {
         R().unary.get(kCuda, t)(op, dout, in.to(kCuda), p0, p1);
         std::ostringstream what;
         what << "unary op " << static_cast<int>(op) << (strided ? " strided " : " ") << dtype_name(t);
-        check_close(dout, hout, ew_rtol(t), 4 * traits(t).min_normal, what.str());
+        // |x f'(x)|: the rounding of an amplified argument (gelu_tanh's exp of a cubic) moves the
+        // result by about that times the dtype's epsilon.
+        const Tensor scale = relative_sensitivity(
+            [&](const Tensor& v) {
+              Tensor o = empty(v.shape(), DType::F64);
+              R().unary.get(Device::cpu(), DType::F64)(op, o, v, p0, p1);
+              return o;
+            },
+            in);
+        check_close(dout, hout, ew_rtol(t), 4 * traits(t).min_normal, what.str(), scale);
       }
     }
   }
@@ -575,8 +602,18 @@ TEST_CASE("cuda: activation gradients through autograd agree with the CPU", "[cu
       hy.backward(gy);
       dy.backward(gy.to(kCuda));
       check_close(dy, hy, ew_rtol(t), 4 * traits(t).min_normal, std::string(name) + " forward " + dtype_name(t));
+      // The gradient's own sensitivity to x (f64 autograd on the CPU): where f' cancels (gelu's
+      // near -0.75, tanh's 1 - y^2 near |y| = 1) the two sides' f32 roundings differ by that much.
+      const Tensor gy64 = cast(gy, DType::F64);
+      const Tensor scale = relative_sensitivity(
+          [&](const Tensor& v) {
+            Tensor l = leaf_on_cpu(v);
+            f(l).backward(gy64);
+            return l.grad();
+          },
+          x0);
       check_close(dx.grad(), hx.grad(), 2 * ew_rtol(t), 4 * traits(t).min_normal,
-                  std::string(name) + " backward " + dtype_name(t));
+                  std::string(name) + " backward " + dtype_name(t), scale);
     }
   }
 }
@@ -698,7 +735,8 @@ TEST_CASE("cuda: cuBLAS gemm with transposed views and batches, against an f64 r
     Tensor bias = randn_cpu({n}, t, 11);
     Tensor hl = addmm(bias, a, b, 1.0, 0.5);
     Tensor dl = addmm(bias.to(kCuda), a.to(kCuda), b.to(kCuda), 1.0, 0.5);
-    check_gemm(sub(cast(dl, DType::F64), cast(bias, DType::F64).unsqueeze(0)).mul_(2.0), a, b, k, t, "addmm " + dt);
+    check_gemm(sub(cast(dl.to(Device::cpu()), DType::F64), cast(bias, DType::F64).unsqueeze(0)).mul_(2.0), a, b, k, t,
+               "addmm " + dt);
     (void)hl;
     // k = 0: the product is zero (plus the bias).
     Tensor z = mm(zeros({3, 0}, TensorOptions(t).device(kCuda)), zeros({0, 4}, TensorOptions(t).device(kCuda)));
@@ -772,7 +810,11 @@ TEST_CASE("cuda: fused cross-entropy forward and backward, with ignored rows", "
         const double acc = t == DType::F64 ? eps_of(DType::F64) : eps_of(DType::F32);
         const double tol = 2 * eps_of(t) + 8 * std::sqrt(static_cast<double>(classes)) * acc;
         check_close(dl, hl, tol, tol, what.str() + " loss");
-        check_close(dx.grad(), hx.grad(), 4 * tol, 4 * tol * 1e-2, what.str() + " grad");
+        // Each gradient entry is g (p - onehot) / denominator: it cancels where p is near 1 at the
+        // target, so the absolute tolerance is on the scale of those terms.
+        const double denom = red == Reduction::Mean ? static_cast<double>(rows - 10) : 1.0;
+        const double terms = max(abs(cast(g, DType::F64))).item() / denom;
+        check_close(dx.grad(), hx.grad(), 4 * tol, 4 * tol * terms, what.str() + " grad");
       }
     }
   }

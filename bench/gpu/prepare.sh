@@ -14,7 +14,7 @@
 #     data/fashion-mnist/   the 4 Fashion-MNIST files, uncompressed
 #   gpu-bundle/MANIFEST              git commit, build flags, sizes, ldd of every binary
 #
-# Then: run(command="bench/gpu/run.sh", carry=["gpu-bundle"], timeout_s=420). The bundle must stay
+# Then: run(command="bench/gpu/run.sh", carry=["gpu-bundle"], timeout_s=480). The bundle must stay
 # under the 64 MiB a device call carries; this script fails when it does not.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -107,4 +107,4 @@ rm -rf "$BUNDLE/bin" "$BUNDLE/lib" "$BUNDLE/data"
 bytes=$(du -sb "$BUNDLE" | cut -f1)
 echo "gpu-bundle: $((bytes / 1048576)) MiB ($bytes bytes)"
 [ "$bytes" -lt $((64 * 1048576)) ] || die "gpu-bundle is $bytes bytes, over the 64 MiB a device call carries"
-echo "gpu-bundle ready: run(command=\"bench/gpu/run.sh\", carry=[\"gpu-bundle\"], timeout_s=420)"
+echo "gpu-bundle ready: run(command=\"bench/gpu/run.sh\", carry=[\"gpu-bundle\"], timeout_s=480)"

@@ -2,15 +2,14 @@
 # bench/gpu/run.sh: the CUDA backend's check on a GPU machine, in one device call, over the bundle
 # that bench/gpu/prepare.sh builds on a CPU machine (nothing is compiled here).
 #
-# NOT YET RUN on a GPU: written where there was none. The first run on a GPU machine fixes what
-# fails, reruns, and quotes $OUT/summary.md.
+# First run on an H200 on 2026-12-04 (bench/README.md, "The GPU check"): fixed what failed, reran.
 #
 #   on the CPU machine:  bench/gpu/prepare.sh
-#   the device call:     run(command="bench/gpu/run.sh", carry=["gpu-bundle"], timeout_s=420)
+#   the device call:     run(command="bench/gpu/run.sh", carry=["gpu-bundle"], timeout_s=480)
 #
 # Stages, in this order, each under its own time limit (a hung stage cannot eat the others; every log
-# comes back even when a stage fails). Limits, in seconds, sum to 339; with unpacking, env and the
-# summary the call stays under 6 minutes, so a fix and a rerun fit in 15 minutes of GPU time:
+# comes back even when a stage fails). Limits, in seconds, sum to 420, a hang's worst case; a passing
+# run took 135 s on an H200 (2026-12-04), so a fix and a rerun fit in 15 minutes of GPU time:
 #   env                        GPU, driver, where the CUDA libraries come from, ldd          -> env.log
 #   coverage              10   test_kernel_coverage (the kernel table, on the live registry) -> coverage.log
 #   test_cuda, test_cuda_cnn   30 + 30   the [cuda] tests with MINIDL_EXPECT_GPU=1 (a skip fails)
@@ -20,12 +19,18 @@
 #                              tests (not [train]), when compute-sanitizer exists
 #   racecheck_reduce, racecheck_softmax   12 + 10   compute-sanitizer --tool racecheck over the
 #                              reduction ([cuda][reduce]) and softmax/cross-entropy ([cuda][softmax]) cases
-#   lenet_f32, lenet_fp16, lenet_bf16   18 x 3   LeNet-5 on Fashion-MNIST, 1 epoch, --device cuda
-#   steps                 80   training step, minidl-bench-step --suite against torch_models.py --suite
+#   lenet_f32, lenet_fp16, lenet_bf16   25 x 3   LeNet-5 on Fashion-MNIST, 2 epochs with a cosine
+#                              learning rate (one epoch at a constant rate ended 1.5 points apart
+#                              between two f32 runs), --device cuda
+#   steps                100   training step, minidl-bench-step --suite against torch_models.py --suite
 #                              (MLP b128, b1024, ResNet-20 b128; f32, fp16 + GradScaler, bf16), 3
-#                              alternated rounds in a 70 s budget (bench/gpu/versus_torch.sh)  -> steps.md
-#   conv_layout           30   f16 conv2d forward + backward on ResNet-20's shapes, NCHW against
+#                              alternated rounds in a 90 s budget (bench/gpu/versus_torch.sh)  -> steps.md
+#   conv_layout           36   f16 conv2d forward + backward on ResNet-20's shapes, NCHW against
 #                              channels-last, minidl and PyTorch (cuDNN's NHWC)               -> conv_layout.md
+#   resnet20_fp16_exhaustive, resnet20_fp16_heuristic   15 + 15   the fp16 step with each cuDNN
+#                              algorithm search (MINIDL_CUDNN_SEARCH)
+#   host_profile_f32, host_profile_fp16   12 + 12   ResNet-20 b128 steps under the host sampler
+#                              (MINIDL_BENCH_SAMPLE) -> host_profile_resnet20_<prec>.txt in logs.tgz
 #   summary.md  one table: stage, exit status, seconds, result line; then steps.md and conv_layout.md
 # Outside the device tool (OUT unset) it writes to out/gpu/.
 set -uo pipefail
@@ -127,18 +132,28 @@ else
   echo "no compute-sanitizer: memcheck and racecheck stages not run" | tee -a "$OUT/env.log"
 fi
 
-# ---------------------------------------------------------------- LeNet-5, 1 epoch per precision
+# ---------------------------------------------------------------- LeNet-5, 2 epochs per precision
 for amp in off fp16 bf16; do
   name=lenet_$([ $amp = off ] && echo f32 || echo $amp)
-  stage "$name" 18 "$BIN/minidl-train" --model lenet --dataset fashion-mnist --data "$DATA" \
-    --epochs 1 --batch-size 64 --device cuda --amp $amp --no-progress --json "$OUT/$name.json"
+  stage "$name" 25 "$BIN/minidl-train" --model lenet --dataset fashion-mnist --data "$DATA" \
+    --epochs 2 --lr-schedule cosine --batch-size 64 --device cuda --amp $amp --no-progress --json "$OUT/$name.json"
 done
 
 # ---------------------------------------------------------------- against PyTorch on this GPU
 # Each stops starting processes when its budget (the last argument) is nearly spent, and then writes
 # its table: the stage limit is only for a hang.
-stage steps 80 bench/gpu/versus_torch.sh steps "$BIN" "$OUT" 70
-stage conv_layout 30 bench/gpu/versus_torch.sh conv_layout "$BIN" "$OUT" 27
+stage steps 100 bench/gpu/versus_torch.sh steps "$BIN" "$OUT" 90
+stage conv_layout 36 bench/gpu/versus_torch.sh conv_layout "$BIN" "$OUT" 33
+# Where ResNet-20's step spends host time (bench/host_sampler.h); read back on the CPU machine with
+# bench/gpu/host_profile.py and the unstripped build-gpu-bundle/bench/minidl-bench-step.
+# The whole fp16 step with cuDNN's timed algorithm search (the default) and with its heuristics.
+for search in exhaustive heuristic; do
+  stage "resnet20_fp16_$search" 15 env MINIDL_CUDNN_SEARCH=$search "$BIN/minidl-bench-step" --one resnet20 fp16 60 3 --device cuda
+done
+for prec in f32 fp16; do
+  stage "host_profile_$prec" 12 env MINIDL_BENCH_SAMPLE="$OUT/host_profile_resnet20_$prec.txt" \
+    "$BIN/minidl-bench-step" --one resnet20 $prec 40 1 --device cuda
+done
 
 # ---------------------------------------------------------------- summary
 {
@@ -153,9 +168,19 @@ stage conv_layout 30 bench/gpu/versus_torch.sh conv_layout "$BIN" "$OUT" 27
       lenet_*) res=$(grep -o 'test_accuracy":[0-9.]*\|train_samples_per_s":[0-9.]*\|skipped_steps":[0-9]*' "$log" | tr '\n' ' ') ;;
       memcheck_*|racecheck_*) res=$(grep -v "^== " "$log" | grep -m1 -E "ERROR SUMMARY|RACECHECK SUMMARY|error") ;;
       steps|conv_layout) res=$(grep -m1 "^RESULT" "$log" | sed 's/^RESULT //') ;;
+      resnet20_fp16_*) res=$(grep -o 'samples_per_s": \[[0-9., ]*' "$log" | sed 's/.*\[/samples\/s: /') ;;
+      host_profile_*) res=$(grep -o 'samples_per_s": \[[0-9.]*' "$log" | sed 's/.*\[/samples\/s under the sampler: /') ;;
       *) res=$(grep -E "All tests passed|test cases:|assertions:" "$log" | tail -2 | tr '\n' ' ') ;;
     esac
     echo "| $name | $rc | $secs | ${res:-see $name.log} |"
+  done
+  echo
+  # LeNet's test accuracy under autocast against f32, in points (the target: within 1).
+  acc() { grep -o '"test_accuracy": *[0-9.]*' "$OUT/lenet_$1.json" 2>/dev/null | grep -o '[0-9.]*$'; }
+  f32=$(acc f32)
+  for p in fp16 bf16; do
+    a=$(acc $p)
+    [ -n "$f32" ] && [ -n "$a" ] && echo "LeNet $p test accuracy $a, f32 $f32: $(python3 -c "print(f'{100 * ($a - $f32):+.2f}')") points"
   done
   echo
   echo "total: $(($(date +%s) - T0))s"

@@ -10,7 +10,8 @@
 #                for one repetition of ~STEPS_SECONDS (0.25) s -> steps_r<round>_<side>.jsonl, steps.md
 #   conv_layout  f16 conv2d forward + backward on ResNet-20's shapes, NCHW and channels-last, one
 #                process per side (--conv-layout, CONV_SECONDS (0.06) s x 3 repetitions per shape and
-#                layout; minidl first, with up to 2/5 of the budget, PyTorch the rest) -> conv_layout_<side>.jsonl, conv_layout.md
+#                layout; minidl first (up to 1/4 of the budget), PyTorch second (up to 3/5), then minidl with
+#                MINIDL_CUDNN_SEARCH=heuristic in the rest) -> conv_layout_<side>.jsonl, conv_layout.md
 #
 # DEVICE defaults to cuda; `cpu` runs the same control flow here as a smoke test (PyTorch 1.13's CPU
 # has no fp16 autocast nor f16 convolutions: the CPU run asks for f32,bf16 and bf16 convolutions).
@@ -77,8 +78,10 @@ case $MODE in
     S=${CONV_SECONDS:-0.06}
     if [ "$DEVICE" = cpu ]; then margs=(4 bf16) targs=(--batch 4 --dtype bf16); else margs=() targs=(); fi
     rm -f "$OUT"/conv_layout_*.jsonl*
-    one "minidl" "$OUT/conv_layout_minidl.jsonl" $((BUDGET * 2 / 5)) "$STEP" --conv-layout "$S" 3 ${margs[@]+"${margs[@]}"} --device "$DEVICE" || fail=1
-    one "pytorch" "$OUT/conv_layout_pytorch.jsonl" "$BUDGET" "${PYENV[@]}" "$PY" "$TORCH" --conv-layout "$S" 3 ${targs[@]+"${targs[@]}"} --device "$DEVICE" || fail=1
+    one "minidl" "$OUT/conv_layout_minidl.jsonl" $((BUDGET / 4)) "$STEP" --conv-layout "$S" 3 ${margs[@]+"${margs[@]}"} --device "$DEVICE" || fail=1
+    one "pytorch" "$OUT/conv_layout_pytorch.jsonl" $((BUDGET * 3 / 5)) "${PYENV[@]}" "$PY" "$TORCH" --conv-layout "$S" 3 ${targs[@]+"${targs[@]}"} --device "$DEVICE" || fail=1
+    # minidl again with cuDNN's heuristics instead of its timed algorithm search, for the table's last column.
+    one "minidl, heuristics" "$OUT/conv_layout_minidl_heuristic.jsonl" "$BUDGET" env MINIDL_CUDNN_SEARCH=heuristic "$STEP" --conv-layout "$S" 3 ${margs[@]+"${margs[@]}"} --device "$DEVICE" || fail=1
     "${PYENV[@]}" "$PY" "$ROOT/bench/gpu/report.py" conv "$OUT" || fail=1
     ;;
   *)

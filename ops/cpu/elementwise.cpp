@@ -5,7 +5,7 @@
 // 30x slower; f64 keeps the C library's functions (the gradient checks' reference precision).
 // The exact GELU does not use 1 + erf(x / sqrt 2), which cancels for negative x, but
 // erfc(|x| / sqrt 2) from a Chebyshev fit with relative error < 1.2e-7 everywhere (Numerical
-// Recipes' erfcc): x * erfc(-x / sqrt 2) / 2 on both sides, vectorized. The Eigen expressions run on
+// Recipes' erfcc): x * erfc(-x / sqrt 2) / 2 on both sides, vectorized (f64: the C library's erfc). The Eigen expressions run on
 // aligned, padded blocks (array_blocks.h): every value takes the packet path wherever the tensor lies.
 #include <Eigen/Core>
 #include <cmath>
@@ -225,7 +225,7 @@ void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor&
         case BinaryOp::TanhBackward: return run([](C g, C y) -> C { return g * (C(1) - y * y); });
         case BinaryOp::GeluBackward:
           return run([](C g, C x) -> C {
-            C cdf = C(0.5) * (C(1) + std::erf(x * C(kSqrt1_2)));
+            const C cdf = C(0.5) * std::erfc(-x * C(kSqrt1_2));  // no cancellation for negative x
             C pdf = C(kInvSqrt2Pi) * std::exp(C(-0.5) * x * x);
             return g * (cdf + x * pdf);
           });
@@ -390,7 +390,7 @@ void unary_typed(UnaryOp op, const Tensor& out, const Tensor& x, double p0, doub
     case UnaryOp::Sigmoid: return run([](C v) -> C { return C(1) / (C(1) + std::exp(-v)); });
     case UnaryOp::Relu: return run([](C v) -> C { return v <= C(0) ? C(0) : v; });  // NaN propagates
     case UnaryOp::LeakyRelu: return run([a](C v) -> C { return v > C(0) ? v : v * a; });
-    case UnaryOp::Gelu: return run([](C v) -> C { return C(0.5) * v * (C(1) + std::erf(v * C(kSqrt1_2))); });
+    case UnaryOp::Gelu: return run([](C v) -> C { return C(0.5) * v * std::erfc(-v * C(kSqrt1_2)); });  // as the f32 form
     case UnaryOp::GeluTanh:  // v * sigmoid(2z), as the f32 form above
       return run([](C v) -> C { return v / (C(1) + std::exp(C(-2) * C(kSqrt2OverPi) * (v + C(0.044715) * v * v * v))); });
     case UnaryOp::Softplus:

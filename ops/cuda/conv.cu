@@ -5,8 +5,10 @@
 // in f32 (CUDNN_DATA_FLOAT) with tensor-op math allowed; f32 runs in plain FMA math (no TF32, so
 // results agree with the CPU, as cuBLAS in gemm.cu); f64 in f64.
 //
-// - The algorithm of each (device, pass, dtype, geometry) is chosen once with cuDNN's heuristics
-//   (cudnnGet*Algorithm_v7) and cached; its workspace is a scratch tensor from the caching allocator.
+// - Each (device, pass, dtype, geometry) is prepared once: descriptors, the algorithm (timed by
+//   cudnnFind*AlgorithmEx, or cuDNN's heuristics under MINIDL_CUDNN_SEARCH=heuristic) and its
+//   workspace size; a call then makes one cuDNN call. The workspace is a scratch tensor from the
+//   caching allocator.
 // - cuDNN pads symmetrically: a geometry whose bottom/right padding differs from its top/left
 //   (padding="same" with an even kernel) runs on an explicitly zero-padded copy of the input.
 // - Bias (forward: b[o]; input gradient: b[c]) is added by a small kernel; the bias gradient is the
@@ -16,8 +18,11 @@
 #include <cudnn.h>
 
 #include <array>
+#include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "framework/cuda.h"
@@ -150,15 +155,16 @@ struct Descriptors {
 
 enum class Pass : int { Forward, Data, Filter };
 
-// The algorithm cuDNN's heuristics rank first among those usable here (status success) and the
-// math type to run it with: the one cuDNN reports for f16/bf16 (tensor ops allowed); for f32/f64
-// always CUDNN_FMA_MATH (CUDNN_DEFAULT_MATH would permit TF32 on Ampere and later), skipping
-// algorithms that exist only as tensor-op kernels.
+// The algorithm a pass runs and the math type to run it with: for f16/bf16 the one cuDNN reports
+// (tensor ops allowed); for f32/f64 always CUDNN_FMA_MATH (CUDNN_DEFAULT_MATH would permit TF32 on
+// Ampere and later), skipping algorithms that exist only as tensor-op kernels.
 struct Choice {
   int algo = 0;
   cudnnMathType_t math = CUDNN_FMA_MATH;
 };
 
+// The first result usable here: cuDNN returns them best first (by measured time for Find, by
+// predicted rank for the heuristics), each with its status.
 template <class Perf>
 Choice first_usable(const Perf* perf, int n, DType t, const char* what) {
   for (int i = 0; i < n; ++i) {
@@ -170,34 +176,114 @@ Choice first_usable(const Perf* perf, int n, DType t, const char* what) {
   MINIDL_FAIL(what, "cuDNN offers no algorithm for this convolution (", dtype_name(t), ")");
 }
 
-Choice choose(Pass pass, const Descriptors& d, const Conv2dGeometry& g, const Plan& p, DType t, int device) {
+// How algorithms are chosen, from MINIDL_CUDNN_SEARCH, read once: "exhaustive" (the default) times
+// every algorithm on the first call of each shape (cudnnFind*AlgorithmEx, as PyTorch with
+// torch.backends.cudnn.benchmark = True; PyTorch's own default is the heuristics); "heuristic" takes
+// cuDNN's first-ranked (cudnnGet*Algorithm_v7), with no timing at first use.
+bool exhaustive_search() {
+  static const bool exhaustive = [] {
+    const char* v = std::getenv("MINIDL_CUDNN_SEARCH");
+    if (v == nullptr || std::string(v) == "exhaustive") return true;
+    MINIDL_CHECK(std::string(v) == "heuristic", "conv2d", "MINIDL_CUDNN_SEARCH must be 'exhaustive' or 'heuristic', got '", v, "'");
+    return false;
+  }();
+  return exhaustive;
+}
+
+// The timed search may use this much workspace per algorithm; algorithms that need more are skipped.
+constexpr size_t kSearchWorkspaceBytes = size_t{256} << 20;
+
+// The device buffers a search runs on, in the descriptors' roles: x (the input, or the input
+// gradient it writes for Data), w (the weight, or its gradient for Filter), y (the output, or the
+// output gradient for Data and Filter). The search overwrites the pass's output, which the call
+// then writes for real.
+struct SearchBuffers {
+  void* x;
+  void* w;
+  void* y;
+};
+
+// Everything one (device, pass, dtype, geometry) needs at each call, built on its first call and kept
+// for the process: the descriptors (math type set), the algorithm, its workspace size. Later calls
+// make no cuDNN call but the convolution itself.
+struct Prepared {
+  Descriptors d;
+  Choice c;
+  size_t workspace = 0;
+  Prepared(const Conv2dGeometry& g, const Plan& p, DType t) : d(g, p, t) {}
+};
+
+Choice search(Pass pass, const Descriptors& d, DType t, int device, const SearchBuffers& io, const Tensor& like) {
+  cudnnHandle_t h = handle(device);
+  constexpr int kMax = 16;
+  int n = 0;
+  if (exhaustive_search()) {
+    Tensor keep;
+    void* ws = nullptr;
+    size_t ws_bytes = kSearchWorkspaceBytes;
+    try {
+      keep = scratch({static_cast<int64_t>(ws_bytes)}, DType::U8, like);
+      ws = keep.raw_data();
+    } catch (const Error&) {
+      ws_bytes = 0;  // no room for a workspace: the search times the algorithms that need none
+    }
+    if (pass == Pass::Forward) {
+      cudnnConvolutionFwdAlgoPerf_t perf[kMax];
+      MINIDL_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(h, d.x, io.x, d.w, io.w, d.conv, d.y, io.y, kMax, &n, perf, ws,
+                                                               ws_bytes));
+      return first_usable(perf, n, t, "conv2d");
+    }
+    if (pass == Pass::Data) {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[kMax];
+      MINIDL_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(h, d.w, io.w, d.y, io.y, d.conv, d.x, io.x, kMax, &n, perf,
+                                                                    ws, ws_bytes));
+      return first_usable(perf, n, t, "conv2d_input_grad");
+    }
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[kMax];
+    MINIDL_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(h, d.x, io.x, d.y, io.y, d.conv, d.w, io.w, kMax, &n, perf,
+                                                                    ws, ws_bytes));
+    return first_usable(perf, n, t, "conv2d_weight_grad");
+  }
+  if (pass == Pass::Forward) {
+    cudnnConvolutionFwdAlgoPerf_t perf[kMax];
+    MINIDL_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, kMax, &n, perf));
+    return first_usable(perf, n, t, "conv2d");
+  }
+  if (pass == Pass::Data) {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[kMax];
+    MINIDL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x, kMax, &n, perf));
+    return first_usable(perf, n, t, "conv2d_input_grad");
+  }
+  cudnnConvolutionBwdFilterAlgoPerf_t perf[kMax];
+  MINIDL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, kMax, &n, perf));
+  return first_usable(perf, n, t, "conv2d_weight_grad");
+}
+
+const Prepared& prepare(Pass pass, const Conv2dGeometry& g, const Plan& p, DType t, int device, const SearchBuffers& io,
+                        const Tensor& like) {
   using Key = std::array<int64_t, 19>;
   static std::mutex mu;
-  static std::map<Key, Choice> cache;
+  static std::map<Key, std::unique_ptr<Prepared>> cache;  // entries never move nor go: references stay valid
   const Key key = {device, static_cast<int64_t>(pass), static_cast<int64_t>(t), g.N, g.C, p.H, p.W, g.O, g.kH, g.kW,
                    g.OH, g.OW, g.sh, g.sw, p.ph, p.pw, g.dh, g.dw, g.groups};
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
+  if (it != cache.end()) return *it->second;
+  auto prep = std::make_unique<Prepared>(g, p, t);
+  const Descriptors& d = prep->d;
+  prep->c = search(pass, d, t, device, io, like);
+  MINIDL_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, prep->c.math));
   cudnnHandle_t h = handle(device);
-  constexpr int kMax = 16;
-  int n = 0;
-  Choice c;
-  if (pass == Pass::Forward) {
-    cudnnConvolutionFwdAlgoPerf_t perf[kMax];
-    MINIDL_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, kMax, &n, perf));
-    c = first_usable(perf, n, t, "conv2d");
-  } else if (pass == Pass::Data) {
-    cudnnConvolutionBwdDataAlgoPerf_t perf[kMax];
-    MINIDL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x, kMax, &n, perf));
-    c = first_usable(perf, n, t, "conv2d_input_grad");
-  } else {
-    cudnnConvolutionBwdFilterAlgoPerf_t perf[kMax];
-    MINIDL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, kMax, &n, perf));
-    c = first_usable(perf, n, t, "conv2d_weight_grad");
-  }
-  cache.emplace(key, c);
-  return c;
+  if (pass == Pass::Forward)
+    MINIDL_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y,
+                                                              static_cast<cudnnConvolutionFwdAlgo_t>(prep->c.algo), &prep->workspace));
+  else if (pass == Pass::Data)
+    MINIDL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
+        h, d.w, d.y, d.conv, d.x, static_cast<cudnnConvolutionBwdDataAlgo_t>(prep->c.algo), &prep->workspace));
+  else
+    MINIDL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+        h, d.x, d.y, d.conv, d.w, static_cast<cudnnConvolutionBwdFilterAlgo_t>(prep->c.algo), &prep->workspace));
+  return *cache.emplace(key, std::move(prep)).first->second;
 }
 
 // alpha = 1, beta = 0 in the scaling type cuDNN wants for the dtype (double for f64, else float).
@@ -242,18 +328,13 @@ void forward(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b,
   const int dev = x.device().index;
   const Plan p = plan_for(g);
   const Tensor xin = p.padded_copy ? padded_input(x, g, p) : x;
-  Descriptors d(g, p, t);
-  const Choice c = choose(Pass::Forward, d, g, p, t, dev);
-  MINIDL_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, c.math));
-  cudnnHandle_t h = handle(dev);
-  const auto algo = static_cast<cudnnConvolutionFwdAlgo_t>(c.algo);
-  size_t bytes = 0;
-  MINIDL_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, algo, &bytes));
+  const Prepared& pr = prepare(Pass::Forward, g, p, t, dev, {xin.raw_data(), w.raw_data(), y.raw_data()}, x);
   Tensor keep;
-  void* ws = workspace(bytes, x, keep);
+  void* ws = workspace(pr.workspace, x, keep);
   const Scaling s(t);
-  MINIDL_CUDNN_CHECK(cudnnConvolutionForward(h, s.one(), d.x, xin.raw_data(), d.w, w.raw_data(), d.conv, algo, ws, bytes,
-                                             s.zero(), d.y, y.raw_data()));
+  MINIDL_CUDNN_CHECK(cudnnConvolutionForward(handle(dev), s.one(), pr.d.x, xin.raw_data(), pr.d.w, w.raw_data(), pr.d.conv,
+                                             static_cast<cudnnConvolutionFwdAlgo_t>(pr.c.algo), ws, pr.workspace, s.zero(),
+                                             pr.d.y, y.raw_data()));
   if (b.defined()) add_channel_bias(y, b);
 }
 
@@ -267,18 +348,13 @@ void input_grad(const Tensor& gx, const Tensor& gy, const Tensor& w, const Tenso
     registry().fill.get(gx.device(), t)(gx, 0.0);
   } else {
     Tensor gxp = p.padded_copy ? scratch({g.N, g.C, p.H, p.W}, t, gx) : gx;
-    Descriptors d(g, p, t);
-    const Choice c = choose(Pass::Data, d, g, p, t, dev);
-    MINIDL_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, c.math));
-    cudnnHandle_t h = handle(dev);
-    const auto algo = static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo);
-    size_t bytes = 0;
-    MINIDL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, d.x, algo, &bytes));
+    const Prepared& pr = prepare(Pass::Data, g, p, t, dev, {gxp.raw_data(), w.raw_data(), gy.raw_data()}, gy);
     Tensor keep;
-    void* ws = workspace(bytes, gy, keep);
+    void* ws = workspace(pr.workspace, gy, keep);
     const Scaling s(t);
-    MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardData(h, s.one(), d.w, w.raw_data(), d.y, gy.raw_data(), d.conv, algo, ws, bytes,
-                                                    s.zero(), d.x, gxp.raw_data()));
+    MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardData(handle(dev), s.one(), pr.d.w, w.raw_data(), pr.d.y, gy.raw_data(), pr.d.conv,
+                                                    static_cast<cudnnConvolutionBwdDataAlgo_t>(pr.c.algo), ws, pr.workspace,
+                                                    s.zero(), pr.d.x, gxp.raw_data()));
     if (p.padded_copy) {
       // gx is the padded gradient's window at (ph, pw); input rows/columns the convolution never
       // read get 0.
@@ -304,18 +380,13 @@ void weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, const Tens
   }
   const Plan p = plan_for(g);
   const Tensor xin = p.padded_copy ? padded_input(x, g, p) : x;
-  Descriptors d(g, p, t);
-  const Choice c = choose(Pass::Filter, d, g, p, t, dev);
-  MINIDL_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, c.math));
-  cudnnHandle_t h = handle(dev);
-  const auto algo = static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo);
-  size_t bytes = 0;
-  MINIDL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, algo, &bytes));
+  const Prepared& pr = prepare(Pass::Filter, g, p, t, dev, {xin.raw_data(), gw.raw_data(), gy.raw_data()}, gy);
   Tensor keep;
-  void* ws = workspace(bytes, gy, keep);
+  void* ws = workspace(pr.workspace, gy, keep);
   const Scaling s(t);
-  MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, s.one(), d.x, xin.raw_data(), d.y, gy.raw_data(), d.conv, algo, ws, bytes,
-                                                    s.zero(), d.w, gw.raw_data()));
+  MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle(dev), s.one(), pr.d.x, xin.raw_data(), pr.d.y, gy.raw_data(), pr.d.conv,
+                                                    static_cast<cudnnConvolutionBwdFilterAlgo_t>(pr.c.algo), ws, pr.workspace,
+                                                    s.zero(), pr.d.w, gw.raw_data()));
 }
 // cuDNN's two passes share nothing: run them in turn.
 void backward(const Tensor& gx, const Tensor& gw, const Tensor& gb, const Tensor& x, const Tensor& gy, const Tensor& w,

@@ -26,18 +26,12 @@ struct BinaryArgs {
   double scalar;
 };
 
-// Phi(x), the normal CDF, as the CPU kernels compute it: f32 (also f16/bf16) through erfc, so no
-// cancellation for negative x (1 + erf(x/sqrt2) rounds to 0 in f32 below x ~ -5.4 and loses most
-// digits before: gelu(-4) is off by ~3e-4 relative, gelu(-6) is 0 instead of -5.9e-9); f64
-// through erf, as the CPU's scalar f64 loop.
+// Phi(x), the normal CDF, as the CPU kernels compute it: through erfc, so no cancellation for
+// negative x (1 + erf(x/sqrt2) rounds to 0 in f32 below x ~ -5.4 and loses most digits before:
+// gelu(-4) is off by ~3e-4 relative, gelu(-6) is 0 instead of -5.9e-9; f64 likewise further out).
 template <class C>
 __device__ __forceinline__ C gelu_cdf(C x) {
-  if constexpr (std::is_same_v<C, float>) {
-    const C e = erfc(fabs(x) * C(kSqrt1_2));
-    return C(0.5) * (x >= C(0) ? C(2) - e : e);
-  } else {
-    return C(0.5) * (C(1) + erf(x * C(kSqrt1_2)));
-  }
+  return C(0.5) * erfc(-x * C(kSqrt1_2));
 }
 
 // Float-only parts of binary ops (C is float or double).
