@@ -281,9 +281,10 @@ int64_t device_allocs(Device d) { return d.is_cuda() ? cuda::memory_stats(d.inde
 
 // One workload's JSON line. `first` is the seconds to the end of the first step (--one: from the
 // start of the process; --suite: from the start of this workload's set-up). On CUDA also the GPU's
-// name and the device allocations (cudaMalloc calls) during the timed repetitions.
+// name and the device allocations (cudaMalloc calls) during the timed repetitions, and (--one) the
+// host's waits for the device per timed step (cuda::host_sync_count).
 void print_result(const ModelSpec& spec, const std::string& prec, Device dev, double first, int steps,
-                  const std::vector<double>& rates, int64_t allocs) {
+                  const std::vector<double>& rates, int64_t allocs, double syncs_per_step = -1) {
   std::printf("{\"side\": \"minidl\", \"model\": \"%s\", \"precision\": \"%s\", \"batch\": %lld, \"threads\": %d, "
               "\"first_step_s\": %.4f, \"samples_per_s\": [",
               spec.name, prec.c_str(), (long long)spec.batch, omp_get_max_threads(), first);
@@ -293,6 +294,7 @@ void print_result(const ModelSpec& spec, const std::string& prec, Device dev, do
   if (dev.is_cuda())
     std::printf(", \"gpu\": \"%s\", \"device_allocs\": %lld", cuda::get_device_properties(dev.index).name.c_str(),
                 (long long)allocs);
+  if (dev.is_cuda() && syncs_per_step >= 0) std::printf(", \"host_syncs_per_step\": %.2f", syncs_per_step);
   std::printf("}\n");
   std::fflush(stdout);
 }
@@ -324,15 +326,19 @@ int run_one(int argc, char** argv) {
   runner.run({p, false}, 1);
   const double first = std::chrono::duration<double>(std::chrono::steady_clock::now() - kStart).count();
   runner.run({p, false}, std::max(2, steps / 5));  // warm-up
-  const int64_t allocs0 = device_allocs(a.device);
-  // MINIDL_BENCH_SAMPLE=FILE: a host profile of the timed steps (bench/host_sampler.h).
+  const int64_t allocs0 = device_allocs(a.device), syncs0 = cuda::host_sync_count();
+  // MINIDL_BENCH_SAMPLE=FILE: a host profile of the timed steps (bench/host_sampler.h). The timed
+  // steps are also the region a device profiler started with its recording off records.
   const char* sample_path = std::getenv("MINIDL_BENCH_SAMPLE");
   if (sample_path) bench::HostSampler::start();
+  cuda::profiler_start();
   std::vector<double> rates;
   for (int r = 0; r < reps; ++r) rates.push_back(steps * sized.batch / runner.run({p, false}, steps));
+  cuda::profiler_stop();
   if (sample_path && !bench::HostSampler::stop(sample_path))
     std::fprintf(stderr, "minidl-bench-step: cannot write the host profile to %s\n", sample_path);
-  print_result(sized, prec, a.device, first, steps, rates, device_allocs(a.device) - allocs0);
+  const double syncs_per_step = double(cuda::host_sync_count() - syncs0) / (double(steps) * reps);
+  print_result(sized, prec, a.device, first, steps, rates, device_allocs(a.device) - allocs0, syncs_per_step);
   return 0;
 }
 

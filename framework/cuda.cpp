@@ -39,5 +39,7 @@ void reset_peak_memory_stats(int) {}
 void empty_cache() {}
 void synchronize(int) {}
 int64_t host_sync_count() { return 0; }
+void profiler_start() {}
+void profiler_stop() {}
 }  // namespace minidl::cuda
 #endif

@@ -67,6 +67,10 @@ void synchronize(int device = -1);
 // to(cpu)) and copies between two GPUs (not an upload's wait for its pinned staging buffer). Lets
 // a test check that work is queued without waiting. 0 without the backend.
 int64_t host_sync_count();
+// Bound the region that a profiler started with its recording off (ncu --profile-from-start off)
+// records: cudaProfilerStart/Stop. No-op without the backend.
+void profiler_start();
+void profiler_stop();
 
 // "1.50 MiB (1572864 bytes)": how allocator messages print sizes.
 std::string format_bytes(size_t bytes);

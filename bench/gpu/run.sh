@@ -8,7 +8,7 @@
 #   the device call:     run(command="bench/gpu/run.sh", carry=["gpu-bundle"], timeout_s=480)
 #
 # Stages, in this order, each under its own time limit (a hung stage cannot eat the others; every log
-# comes back even when a stage fails). Limits, in seconds, sum to 420, a hang's worst case; a passing
+# comes back even when a stage fails). Limits, in seconds, sum to 480, a hang's worst case; a passing
 # run took 135 s on an H200 (2026-12-04), so a fix and a rerun fit in 15 minutes of GPU time:
 #   env                        GPU, driver, where the CUDA libraries come from, ldd          -> env.log
 #   coverage              10   test_kernel_coverage (the kernel table, on the live registry) -> coverage.log
@@ -29,6 +29,8 @@
 #                              channels-last, minidl and PyTorch (cuDNN's NHWC)               -> conv_layout.md
 #   resnet20_fp16_exhaustive, resnet20_fp16_heuristic   15 + 15   the fp16 step with each cuDNN
 #                              algorithm search (MINIDL_CUDNN_SEARCH)
+#   kernel_times          60   ncu's duration of every kernel of 2 timed ResNet-20 fp16 steps, summed
+#                              by kernel (bench/gpu/kernel_times.py)                    -> kernel_times.log
 #   host_profile_f32, host_profile_fp16   12 + 12   ResNet-20 b128 steps under the host sampler
 #                              (MINIDL_BENCH_SAMPLE) -> host_profile_resnet20_<prec>.txt in logs.tgz
 #   summary.md  one table: stage, exit status, seconds, result line; then steps.md and conv_layout.md
@@ -57,9 +59,11 @@ T0=$(date +%s)
 STAGES=()
 
 # stage NAME LIMIT_S COMMAND...: runs COMMAND under `timeout`, logs to $OUT/NAME.log, records exit and time.
+# MINIDL_GPU_STAGES="name ...": run only these stages (a short rerun after a fix); default all.
 stage() {
   local name=$1 limit=$2
   shift 2
+  if [ -n "${MINIDL_GPU_STAGES:-}" ] && [[ " $MINIDL_GPU_STAGES " != *" $name "* ]]; then return 0; fi
   local t=$(date +%s)
   echo "== $name (limit ${limit}s, at +$((t - T0))s): $*" >>"$OUT/$name.log"
   timeout --signal=KILL "$limit" "$@" >>"$OUT/$name.log" 2>&1
@@ -150,6 +154,20 @@ stage conv_layout 36 bench/gpu/versus_torch.sh conv_layout "$BIN" "$OUT" 33
 for search in exhaustive heuristic; do
   stage "resnet20_fp16_$search" 15 env MINIDL_CUDNN_SEARCH=$search "$BIN/minidl-bench-step" --one resnet20 fp16 60 3 --device cuda
 done
+# Device time per kernel over 2 timed fp16 steps (the bench marks them with cudaProfilerStart/Stop),
+# when Nsight Compute is there; read back with bench/gpu/kernel_times.py.
+NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+if [ -n "$NCU" ]; then
+  stage kernel_times 60 "$NCU" --clock-control none --profile-from-start off --launch-count 3000 \
+    --metrics gpu__time_duration.sum --csv --log-file "$OUT/kernel_times_resnet20_fp16.csv" \
+    "$BIN/minidl-bench-step" --one resnet20 fp16 2 1 --device cuda
+  if [ -f "$OUT/kernel_times_resnet20_fp16.csv" ]; then
+    python3 bench/gpu/kernel_times.py "$OUT/kernel_times_resnet20_fp16.csv" 2 30 >>"$OUT/kernel_times.log" 2>&1
+    pack
+  fi
+else
+  echo "no ncu: kernel_times stage not run" | tee -a "$OUT/env.log"
+fi
 for prec in f32 fp16; do
   stage "host_profile_$prec" 12 env MINIDL_BENCH_SAMPLE="$OUT/host_profile_resnet20_$prec.txt" \
     "$BIN/minidl-bench-step" --one resnet20 $prec 40 1 --device cuda
@@ -168,7 +186,8 @@ done
       lenet_*) res=$(grep -o 'test_accuracy":[0-9.]*\|train_samples_per_s":[0-9.]*\|skipped_steps":[0-9]*' "$log" | tr '\n' ' ') ;;
       memcheck_*|racecheck_*) res=$(grep -v "^== " "$log" | grep -m1 -E "ERROR SUMMARY|RACECHECK SUMMARY|error") ;;
       steps|conv_layout) res=$(grep -m1 "^RESULT" "$log" | sed 's/^RESULT //') ;;
-      resnet20_fp16_*) res=$(grep -o 'samples_per_s": \[[0-9., ]*' "$log" | sed 's/.*\[/samples\/s: /') ;;
+      kernel_times) res=$(grep -m1 "kernels, " "$log") ;;
+      resnet20_fp16_*) res=$(grep -o 'samples_per_s": \[[0-9., ]*\|host_syncs_per_step": [0-9.]*' "$log" | tr '\n' ' ') ;;
       host_profile_*) res=$(grep -o 'samples_per_s": \[[0-9.]*' "$log" | sed 's/.*\[/samples\/s under the sampler: /') ;;
       *) res=$(grep -E "All tests passed|test cases:|assertions:" "$log" | tail -2 | tr '\n' ' ') ;;
     esac

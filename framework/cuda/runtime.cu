@@ -1,6 +1,7 @@
 // CUDA runtime entry points: device queries (any failure, such as a missing driver, means "no GPU"),
 // device properties, one stream per device, and the caching device allocator and its statistics.
 // The core floor: no ops (their CUDA kernels register in ops/cuda/register.cu).
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -153,6 +154,13 @@ DeferredErrorSlot::DeferredErrorSlot(int device) : device_(device), slot_(state(
 DeferredErrorSlot::~DeferredErrorSlot() { state(device_).error_check_armed.store(true, std::memory_order_release); }
 
 int64_t host_sync_count() { return host_syncs.load(std::memory_order_relaxed); }
+
+void profiler_start() {
+  if (is_available()) MINIDL_CUDA_CHECK(cudaProfilerStart());
+}
+void profiler_stop() {
+  if (is_available()) MINIDL_CUDA_CHECK(cudaProfilerStop());
+}
 
 void synchronize(int device) {
   if (!is_available()) return;
