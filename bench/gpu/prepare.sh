@@ -4,7 +4,8 @@
 # machine, whose time is scarce). Run from anywhere; ~5 minutes with a warm ccache.
 #
 #   gpu-bundle/bin.tar.xz   bin/, lib/ and data/, packed:
-#     bin/   test_cuda, test_cuda_cnn, test_cuda_deferred_errors, test_kernel_coverage, test_dist_nccl, minidl-train,
+#     bin/   test_cuda, test_cuda_cnn, test_cuda_deferred_errors, test_cuda_elsewhere (the [cuda] cases of
+#            the other test files), test_kernel_coverage, test_dist_nccl, minidl-train,
 #            minidl-bench-step (sm_90, stripped)
 #     lib/   the non-CUDA shared libraries they load (libstdc++, libgcc_s, libgomp, libz, oneDNN, and
 #                     Open MPI's libraries, which the binaries link but a world of one never starts):
@@ -21,7 +22,8 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$ROOT"
 BUILD="$ROOT/build-gpu-bundle"
 BUNDLE="$ROOT/gpu-bundle"
-TARGETS=(test_cuda test_cuda_cnn test_cuda_deferred_errors test_kernel_coverage test_dist_nccl minidl-train minidl-bench-step)
+TARGETS=(test_cuda test_cuda_cnn test_cuda_deferred_errors test_cuda_elsewhere test_kernel_coverage test_dist_nccl minidl-train
+         minidl-bench-step)
 
 die() { echo "prepare.sh: $*" >&2; exit 1; }
 

@@ -8,12 +8,14 @@
 #   the device call:     run(command="bench/gpu/run.sh", carry=["gpu-bundle"], timeout_s=480)
 #
 # Stages, in this order, each under its own time limit (a hung stage cannot eat the others; every log
-# comes back even when a stage fails). Limits, in seconds, sum to 480, a hang's worst case; a passing
+# comes back even when a stage fails). Limits, in seconds, sum to 510, a hang's worst case; a passing
 # run took 135 s on an H200 (2026-12-04), so a fix and a rerun fit in 15 minutes of GPU time:
 #   env                        GPU, driver, where the CUDA libraries come from, ldd          -> env.log
 #   coverage              10   test_kernel_coverage (the kernel table, on the live registry) -> coverage.log
 #   test_cuda, test_cuda_cnn   30 + 30   the [cuda] tests with MINIDL_EXPECT_GPU=1 (a skip fails)
 #   test_cuda_deferred    12   no host wait in the CUDA losses; bad targets/indices reported at the next wait
+#   test_cuda_elsewhere   30   the [cuda] cases of the other test files (foreach, losses, nn options,
+#                              tensor gaps, DataParallel on CUDA devices); added after the H200 runs
 #   nccl                  15   test_dist_nccl as a world of one (NCCL collectives, DDP on CUDA)
 #   memcheck_cuda, memcheck_cuda_cnn   28 + 28   compute-sanitizer --tool memcheck over the kernel
 #                              tests (not [train]), when compute-sanitizer exists
@@ -122,6 +124,7 @@ stage coverage 10 "$BIN/test_kernel_coverage"
 stage test_cuda 30 "$BIN/test_cuda" "[cuda]" --durations yes
 stage test_cuda_cnn 30 "$BIN/test_cuda_cnn" "[cuda]" --durations yes
 stage test_cuda_deferred 12 "$BIN/test_cuda_deferred_errors" --durations yes
+stage test_cuda_elsewhere 30 "$BIN/test_cuda_elsewhere" "[cuda]" --durations yes
 stage nccl 15 "$BIN/test_dist_nccl" "[nccl]" --durations yes
 
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
