@@ -56,6 +56,25 @@ __device__ __forceinline__ void for_channel_part(int64_t C, int64_t S, int64_t M
   }
 }
 
+// The block's two sums into part[(c * P + p) * 2 + {0, 1}] (c, p: the block's channel and part).
+__device__ __forceinline__ void store_part(double* part, double s1, double s2) {
+  s1 = group_sum<kThreads>(s1);
+  s2 = group_sum<kThreads>(s2);
+  if (threadIdx.x == 0) {
+    double* out = part + (blockIdx.x * int64_t{gridDim.y} + blockIdx.y) * 2;
+    out[0] = s1;
+    out[1] = s2;
+  }
+}
+
+// Channel c's P partial pairs, added in order (the same order every run).
+__device__ __forceinline__ void add_parts(const double* part, int64_t c, int64_t P, double& s1, double& s2) {
+  for (int64_t p = 0; p < P; ++p) {
+    s1 += part[(c * P + p) * 2];
+    s2 += part[(c * P + p) * 2 + 1];
+  }
+}
+
 // Block (c, p) of the stats pass: the sums of d and d^2 over its part, d = x - (channel c's first
 // element), into part[(c * P + p) * 2 + {0, 1}].
 template <class T>
@@ -68,13 +87,7 @@ __global__ void stats_parts_kernel(double* part, const T* x, int64_t C, int64_t 
     s1 += d;
     s2 += d * d;
   });
-  s1 = group_sum<kThreads>(s1);
-  s2 = group_sum<kThreads>(s2);
-  if (threadIdx.x == 0) {
-    double* out = part + (c * gridDim.y + blockIdx.y) * 2;
-    out[0] = s1;
-    out[1] = s2;
-  }
+  store_part(part, s1, s2);
 }
 
 // One thread per channel: the partials in order, then the mean and biased variance.
@@ -85,10 +98,7 @@ __global__ void stats_finish_kernel(compute_t<T>* mean, compute_t<T>* var, const
   const int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (c >= C) return;
   double s1 = 0, s2 = 0;
-  for (int64_t p = 0; p < P; ++p) {
-    s1 += part[(c * P + p) * 2];
-    s2 += part[(c * P + p) * 2 + 1];
-  }
+  add_parts(part, c, P, s1, s2);
   const double k = M > 0 ? static_cast<double>(load(x[c * S])) : 0.0;
   const double m1 = s1 / static_cast<double>(M);
   mean[c] = static_cast<Cp>(k + m1);
@@ -129,13 +139,7 @@ __global__ void backward_parts_kernel(double* part, const T* gy, const T* relu_o
     s1 += g;
     s2 += g * (static_cast<double>(load(x[o])) - mc);
   });
-  s1 = group_sum<kThreads>(s1);
-  s2 = group_sum<kThreads>(s2);
-  if (threadIdx.x == 0) {
-    double* out = part + (c * gridDim.y + blockIdx.y) * 2;
-    out[0] = s1;
-    out[1] = s2;
-  }
+  store_part(part, s1, s2);
 }
 
 // One thread per channel: sum_dy, sum_dy_xhat from the partials in order, and the coefficients of
@@ -148,10 +152,7 @@ __global__ void backward_finish_kernel(compute_t<T>* sum_dy, compute_t<T>* sum_d
   const int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (c >= C) return;
   double s1 = 0, s2 = 0;
-  for (int64_t p = 0; p < P; ++p) {
-    s1 += part[(c * P + p) * 2];
-    s2 += part[(c * P + p) * 2 + 1];
-  }
+  add_parts(part, c, P, s1, s2);
   const double mc = mean[c];
   const Cp sdy = static_cast<Cp>(s1), sdx = static_cast<Cp>(s2 * invstd[c]);
   sum_dy[c] = sdy;
