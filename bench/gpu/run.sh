@@ -8,7 +8,7 @@
 #   the device call:     run(command="bench/gpu/run.sh", carry=["gpu-bundle"], timeout_s=480)
 #
 # Stages, in this order, each under its own time limit (a hung stage cannot eat the others; every log
-# comes back even when a stage fails). Limits, in seconds, sum to 510, a hang's worst case; a passing
+# comes back even when a stage fails). Limits, in seconds, sum to 525, a hang's worst case; a passing
 # run took 135 s on an H200 (2026-12-04), so a fix and a rerun fit in 15 minutes of GPU time:
 #   env                        GPU, driver, where the CUDA libraries come from, ldd          -> env.log
 #   coverage              10   test_kernel_coverage (the kernel table, on the live registry) -> coverage.log
@@ -19,8 +19,9 @@
 #   nccl                  15   test_dist_nccl as a world of one (NCCL collectives, DDP on CUDA)
 #   memcheck_cuda, memcheck_cuda_cnn   28 + 28   compute-sanitizer --tool memcheck over the kernel
 #                              tests (not [train]), when compute-sanitizer exists
-#   racecheck_reduce, racecheck_softmax   12 + 10   compute-sanitizer --tool racecheck over the
-#                              reduction ([cuda][reduce]) and softmax/cross-entropy ([cuda][softmax]) cases
+#   racecheck_reduce, racecheck_softmax, racecheck_norm   12 + 10 + 15   compute-sanitizer --tool
+#                              racecheck over the reduction ([cuda][reduce]), softmax/cross-entropy
+#                              ([cuda][softmax]) and batch norm ([cuda][norm]) cases
 #   lenet_f32, lenet_fp16, lenet_bf16   25 x 3   LeNet-5 on Fashion-MNIST, 2 epochs with a cosine
 #                              learning rate (one epoch at a constant rate ended 1.5 points apart
 #                              between two f32 runs), --device cuda
@@ -135,6 +136,8 @@ if [ -n "$SAN" ]; then
   # Shared-memory races in the block reductions (reduce.cu, block_reduce.cuh) and softmax.cu.
   stage racecheck_reduce 12 "$SAN" --tool racecheck --error-exitcode 9 "$BIN/test_cuda" "[cuda][reduce]"
   stage racecheck_softmax 10 "$SAN" --tool racecheck --error-exitcode 9 "$BIN/test_cuda" "[cuda][softmax]"
+  # ... and in batch norm's split channel sums (batch_norm.cu).
+  stage racecheck_norm 15 "$SAN" --tool racecheck --error-exitcode 9 "$BIN/test_cuda_cnn" "[cuda][norm]"
 else
   echo "no compute-sanitizer: memcheck and racecheck stages not run" | tee -a "$OUT/env.log"
 fi
