@@ -593,7 +593,10 @@ TEST_CASE("cuda: activation gradients through autograd agree with the CPU", "[cu
       {"exp", [](const Tensor& x) { return exp(x); }},
   };
   for (DType t : kFloat) {
-    for (const auto& [name, f] : fns) {
+    for (const auto& entry : fns) {
+      // Named references, not a structured binding: clang 14 cannot capture one in a lambda.
+      const char* const name = entry.first;
+      const std::function<Tensor(const Tensor&)>& f = entry.second;
       Tensor x0 = randn_cpu({33, 17}, t, 21);
       Tensor gy = randn_cpu({33, 17}, t, 22);
       Tensor hx = leaf_on_cpu(x0);
