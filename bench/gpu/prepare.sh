@@ -13,6 +13,7 @@
 #                     cuBLASLt, cuDNN, NCCL: over 1 GB) are NOT bundled; run.sh finds them there
 #                     (toolkit or PyTorch's nvidia-* wheels) and reports any that are missing.
 #     data/fashion-mnist/   the 4 Fashion-MNIST files, uncompressed
+#   gpu-bundle/buildkit.tar.xz      headers and CMake files for bench/gpu/rebuild.sh (a fallback build there)
 #   gpu-bundle/MANIFEST              git commit, build flags, sizes, ldd of every binary
 #
 # Then: run(command="bench/gpu/run.sh", carry=["gpu-bundle"], timeout_s=480). The bundle must stay
@@ -102,6 +103,13 @@ for mode in "--suite mlp:128 fp16 0.1 1" "--conv-layout 0.1 1"; do
     die "bundled minidl-bench-step $mode --device cuda did not refuse cleanly without a GPU (exit $rc): $out"
 done
 echo "bundled minidl-bench-step runs --one on the CPU and refuses --device cuda without a GPU, as it should"
+# The build kit for bench/gpu/rebuild.sh, used on the GPU machine only if the bundled binaries do not
+# load there: the headers and CMake package files of the Debian -dev packages minidl builds with (its
+# image has none of them), laid out as under / so that their relocatable package files find them.
+tar -C / -chf - usr/include/eigen3/Eigen usr/include/eigen3/signature_of_eigen3_matrix_library \
+  usr/share/eigen3/cmake usr/include/catch2 usr/lib/cmake/Catch2 usr/lib/libCatch2WithMain.a usr/include/CLI usr/share/cmake/CLI11 \
+  usr/include/zlib.h usr/include/zconf.h usr/lib/x86_64-linux-gnu/libz.so |
+  xz -T2 -9 >"$BUNDLE/buildkit.tar.xz" || die "could not pack the build kit (are the -dev packages installed?)"
 # Binaries, libraries and data travel as one xz archive (binaries ~5x smaller, the data 15% smaller
 # than gzip's); run.sh unpacks it.
 tar -C "$BUNDLE" -cf - bin lib data | xz -T2 -9 >"$BUNDLE/bin.tar.xz"

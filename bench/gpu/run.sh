@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/gpu/run.sh: the CUDA backend's check on a GPU machine, in one device call, over the bundle
-# that bench/gpu/prepare.sh builds on a CPU machine (nothing is compiled here).
+# that bench/gpu/prepare.sh builds on a CPU machine (nothing is compiled here unless the bundled
+# programs fail to load: then bench/gpu/rebuild.sh builds them here).
 #
 # First run on an H200 on 2026-12-04 (bench/README.md, "The GPU check"): fixed what failed, reran.
 #
@@ -10,6 +11,8 @@
 # Stages, in this order, each under its own time limit (a hung stage cannot eat the others; every log
 # comes back even when a stage fails). Limits, in seconds, sum to 525, a hang's worst case; a passing
 # run took 135 s on an H200 (2026-12-04), so a fix and a rerun fit in 15 minutes of GPU time:
+#   rebuild              420   only when a bundled program does not load here (or MINIDL_GPU_REBUILD=1):
+#                              bench/gpu/rebuild.sh builds them on this machine          -> rebuild.log
 #   env                        GPU, driver, where the CUDA libraries come from, ldd          -> env.log
 #   coverage              10   test_kernel_coverage (the kernel table, on the live registry) -> coverage.log
 #   test_cuda, test_cuda_cnn   30 + 30   the [cuda] tests with MINIDL_EXPECT_GPU=1 (a skip fails)
@@ -94,7 +97,7 @@ fi
 # PyTorch (the steps and conv_layout stages) runs with this machine's own library path: the bundle's
 # libstdc++ may be older than what torch was built against, and torch brings its own CUDA libraries.
 export MINIDL_PY_LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}"
-LIBS="$LIBDIR"
+LIBS=""
 for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
   [ -d "$d" ] && LIBS="$LIBS:$d"
 done
@@ -104,7 +107,30 @@ for d in $(python3 -c 'import nvidia; print(" ".join(nvidia.__path__))' 2>/dev/n
     LIBS="$LIBS:$l"
   done
 done
-export LD_LIBRARY_PATH="$LIBS:${LD_LIBRARY_PATH:-}"
+CUDA_LIBS="${LIBS#:}"
+export LD_LIBRARY_PATH="$LIBDIR:$CUDA_LIBS:${MINIDL_PY_LD_LIBRARY_PATH}"
+
+# ---------------------------------------------------------------- do the bundled programs load?
+# A program built on the CPU machine may not load on this one (an older C library or libstdc++ than
+# the bundle's, a library the bundle lacks): ldd then reports "not found" for something that is not a
+# CUDA library (those come from this machine; no rebuild would help). Only then, or when
+# MINIDL_GPU_REBUILD=1 asks, the programs are built here (bench/gpu/rebuild.sh, 16 cores: minutes).
+unloadable=$(for b in "$BIN"/*; do ldd "$b" 2>&1 | grep "not found" | grep -v -E "libcud|libcublas|libnccl" | sed "s|^|$(basename "$b"): |"; done)
+if [ -n "$unloadable" ] || [ "${MINIDL_GPU_REBUILD:-0}" = 1 ]; then
+  { echo "bundled programs do not load here (or MINIDL_GPU_REBUILD=1):"; echo "${unloadable:-(forced)}"; } | tee "$OUT/rebuild.log"
+  t=$(date +%s)
+  if built=$(timeout --signal=KILL 420 bench/gpu/rebuild.sh "${TMPDIR:-/tmp}/minidl-gpu-build" 2>>"$OUT/rebuild.log" | tail -1) &&
+     [ -x "$built/test_cuda" ]; then
+    BIN="$built"
+    export LD_LIBRARY_PATH="$CUDA_LIBS:${MINIDL_PY_LD_LIBRARY_PATH}"
+    STAGES+=("rebuild 0 $(($(date +%s) - t))")
+  else
+    STAGES+=("rebuild 1 $(($(date +%s) - t))")
+    echo "the rebuild failed (rebuild.log): running the bundled programs anyway" | tee -a "$OUT/rebuild.log"
+  fi
+  echo "== rebuild: $(($(date +%s) - t))s, programs from $BIN" | tee -a "$OUT/rebuild.log"
+  pack
+fi
 {
   echo "# $(date -u)"
   cat "$BUNDLE/MANIFEST" 2>/dev/null | head -2
@@ -126,7 +152,12 @@ stage test_cuda 30 "$BIN/test_cuda" "[cuda]" --durations yes
 stage test_cuda_cnn 30 "$BIN/test_cuda_cnn" "[cuda]" --durations yes
 stage test_cuda_deferred 12 "$BIN/test_cuda_deferred_errors" --durations yes
 stage test_cuda_elsewhere 30 "$BIN/test_cuda_elsewhere" "[cuda]" --durations yes
-stage nccl 15 "$BIN/test_dist_nccl" "[nccl]" --durations yes
+# A rebuild here has no MPI, so no test_dist_nccl: its stage then says so instead of failing to start.
+if [ -x "$BIN/test_dist_nccl" ]; then
+  stage nccl 15 "$BIN/test_dist_nccl" "[nccl]" --durations yes
+else
+  echo "no test_dist_nccl (built here without MPI): nccl stage not run" | tee -a "$OUT/env.log"
+fi
 
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [ -n "$SAN" ]; then
