@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/gpu/prepare.sh: builds, on this (CPU-only) machine, everything the GPU check needs into the
-# git-ignored folder gpu-bundle/, so the device call only runs binaries (no build on the GPU
-# machine, whose time is scarce). Run from anywhere; ~5 minutes with a warm ccache.
+# git-ignored folder gpu-bundle/, so the device call only runs binaries (the GPU machine's time is
+# scarce; it builds only when they fail to load there: bench/gpu/rebuild.sh). Run from anywhere;
+# ~5 minutes with a warm ccache.
 #
 #   gpu-bundle/bin.tar.xz   bin/, lib/ and data/, packed:
 #     bin/   test_cuda, test_cuda_cnn, test_cuda_deferred_errors, test_cuda_elsewhere (the [cuda] cases of
