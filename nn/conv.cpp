@@ -86,6 +86,7 @@ BatchNorm::BatchNorm(int64_t features, int expected_dims, double eps, std::optio
   running_mean = register_buffer("running_mean", track_running_stats ? zeros({features}) : Tensor());
   running_var = register_buffer("running_var", track_running_stats ? ones({features}) : Tensor());
   num_batches_tracked = register_buffer("num_batches_tracked", track_running_stats ? zeros({}, DType::I64) : Tensor());
+  zero_buffer_when_missing("num_batches_tracked");
 }
 
 ModulePtr BatchNorm::clone_structure() const {

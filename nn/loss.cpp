@@ -26,7 +26,11 @@ const char* reduction_name(KLDivReduction r) {
 
 namespace {
 // Applies an element-wise weight to an unreduced loss, then the reduction (PyTorch's BCE weight).
-Tensor weighted(const Tensor& loss, const Tensor& weight, Reduction reduction) {
+// The weight broadcasts to the loss's shape, never beyond it (PyTorch: "output with shape [2]
+// doesn't match the broadcast shape [2, 2]"), or mean would divide by the wrong count.
+Tensor weighted(const char* op, const Tensor& loss, const Tensor& weight, Reduction reduction) {
+  MINIDL_CHECK(broadcast_shapes(loss.shape(), weight.shape(), op) == loss.shape(), op, "weight ",
+               shape_str(weight.shape()), " does not broadcast to the input's shape ", shape_str(loss.shape()));
   Tensor l = mul(loss, weight);
   switch (reduction) {
     case Reduction::None: return l;
@@ -138,7 +142,7 @@ BCELoss::BCELoss(const BCELossOptions& opts) : options(opts) {
 Tensor BCELoss::forward(const Tensor& input, const Tensor& target) {
   auto scope = forward_scope();
   if (!weight.defined()) return binary_cross_entropy(input, target, options.reduction_);
-  return weighted(binary_cross_entropy(input, target, Reduction::None), weight, options.reduction_);
+  return weighted("BCELoss", binary_cross_entropy(input, target, Reduction::None), weight, options.reduction_);
 }
 std::string BCELoss::describe() const {
   return detail::concat("BCELoss(reduction=", reduction_name(options.reduction_), weight.defined() ? ", weighted)" : ")");
@@ -152,7 +156,7 @@ BCEWithLogitsLoss::BCEWithLogitsLoss(const BCELossOptions& opts) : options(opts)
 Tensor BCEWithLogitsLoss::forward(const Tensor& input, const Tensor& target) {
   auto scope = forward_scope();
   if (!weight.defined()) return binary_cross_entropy_with_logits(input, target, options.reduction_, pos_weight);
-  return weighted(binary_cross_entropy_with_logits(input, target, Reduction::None, pos_weight), weight,
+  return weighted("BCEWithLogitsLoss", binary_cross_entropy_with_logits(input, target, Reduction::None, pos_weight), weight,
                   options.reduction_);
 }
 std::string BCEWithLogitsLoss::describe() const {

@@ -319,6 +319,16 @@ void Module::collect_state(const std::string& prefix, TensorDict& out, bool deta
   for (const auto& [n, c] : children_) c->collect_state(join(prefix, n), out, detach);
 }
 
+void Module::zero_buffer_when_missing(const std::string& name) {
+  MINIDL_CHECK(buffers_.contains(name), type_name(), "zero_buffer_when_missing: no buffer named '", name, "'");
+  zero_when_missing_.push_back(name);
+}
+
+void Module::collect_zero_when_missing(const std::string& prefix, std::vector<std::string>& out) const {
+  for (const auto& n : zero_when_missing_) out.push_back(join(prefix, n));
+  for (const auto& [n, c] : children_) c->collect_zero_when_missing(join(prefix, n), out);
+}
+
 TensorDict Module::state_dict() const {
   TensorDict out;
   collect_state("", out, true);
@@ -328,12 +338,17 @@ TensorDict Module::state_dict() const {
 LoadResult Module::load_state_dict(const TensorDict& state, bool strict) {
   TensorDict own;
   collect_state("", own, false);
+  std::vector<std::string> zero_when_missing;
+  collect_zero_when_missing("", zero_when_missing);
+  auto zeroed_when_missing = [&](const std::string& name) {
+    return std::find(zero_when_missing.begin(), zero_when_missing.end(), name) != zero_when_missing.end();
+  };
   LoadResult r;
   std::vector<std::string> mismatches;
   for (const auto& [name, t] : own) {
     const Tensor* src = state.find(name);
     if (!src) {
-      r.missing_keys.push_back(name);
+      if (!zeroed_when_missing(name)) r.missing_keys.push_back(name);
       continue;
     }
     MINIDL_CHECK(src->defined(), "load_state_dict", "state dict entry '", name, "' is an undefined tensor");
@@ -362,8 +377,10 @@ LoadResult Module::load_state_dict(const TensorDict& state, bool strict) {
   }
 
   NoGradGuard ng;
-  for (const auto& [name, t] : own)
+  for (const auto& [name, t] : own) {
     if (const Tensor* src = state.find(name)) t.detach().copy_(*src);
+    else if (zeroed_when_missing(name)) t.detach().zero_();
+  }
   return r;
 }
 

@@ -95,6 +95,10 @@ class Module : public std::enable_shared_from_this<Module> {
   // Registers state that is not trained (running statistics, masks, class weights). Persistent
   // buffers are part of the state dict.
   Tensor register_buffer(const std::string& name, Tensor tensor, bool persistent = true);
+  // Marks a registered buffer as one that load_state_dict zeroes when a state dict lacks it,
+  // instead of reporting a missing key (BatchNorm's num_batches_tracked: PyTorch fills it with 0
+  // for state dicts saved without it).
+  void zero_buffer_when_missing(const std::string& name);
   // Registers a submodule and returns it with its own type.
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
@@ -192,6 +196,7 @@ class Module : public std::enable_shared_from_this<Module> {
   void set_path(const std::string& path);  // recursive; renames parameter tensors
   void check_new_name(const std::string& name, const char* what) const;
   void collect_state(const std::string& prefix, TensorDict& out, bool detach) const;
+  void collect_zero_when_missing(const std::string& prefix, std::vector<std::string>& out) const;
   void bind_replica_tree(const Module& original, const ReplicaTensorFn& param_for, const ReplicaTensorFn& buffer_for,
                          std::unordered_map<const TensorImpl*, Tensor>& made);
   void summary_lines(const std::string& label, int depth, std::vector<std::pair<std::string, int64_t>>& lines) const;
@@ -202,6 +207,7 @@ class Module : public std::enable_shared_from_this<Module> {
   TensorDict parameters_;
   TensorDict buffers_;
   std::vector<std::string> non_persistent_;
+  std::vector<std::string> zero_when_missing_;
   std::vector<std::pair<std::string, ModulePtr>> children_;
   std::shared_ptr<void> amp_state_;
 };

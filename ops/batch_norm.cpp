@@ -107,6 +107,17 @@ Tensor kernel_view(const Tensor& t, MemoryFormat f) {
   return make_view(t, {C > 0 ? t.numel() / C : 0, C}, {C, 1}, t.offset());
 }
 
+// Training on an empty batch (N = 0 or an empty spatial size): PyTorch returns input * weight[0] +
+// bias[0], connected to the graph (the parameters get zero gradients), and leaves the running
+// statistics alone.
+Tensor empty_batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual, bool relu) {
+  Tensor out = mul(x, 1.0);
+  if (weight.defined() && weight.numel() > 0) out = mul(out, cast(weight.narrow(0, 0, 1), x.dtype()));
+  if (bias.defined() && bias.numel() > 0) out = add(out, cast(bias.narrow(0, 0, 1), x.dtype()));
+  if (residual.defined()) out = add(out, residual);
+  return relu || residual.defined() ? minidl::relu(out) : out;
+}
+
 // relu(batch_norm(x) + residual) when residual is defined (batch_norm_add_relu), relu(batch_norm(x))
 // when relu, else batch_norm(x).
 Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x_arg, const Tensor& residual_arg,
@@ -131,6 +142,7 @@ Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x_arg, const Ten
                  "the residual must have the input's shape and dtype (it is added to the normalized input), got input ",
                  x_in.meta_str(), " and residual ", residual_in.meta_str());
   }
+  if (training && x_in.numel() == 0) return empty_batch_norm(x_in, weight, bias, residual_in, relu);
   const int64_t C = x_in.size(1);
   const int64_t M = C > 0 ? x_in.numel() / C : 0;
   const DType cd = compute_dtype(x_in);

@@ -69,13 +69,14 @@ Tensor where(const Tensor& cond, const Tensor& a_in, const Tensor& b_in) {
   return out;
 }
 
-// Integer clamp: stays integer for integral bounds (a fractional bound promotes to f32, as
-// torch's type promotion with a float scalar); bounds outside the dtype's range are errors, as
-// PyTorch's "value cannot be converted ... without overflow".
+// Integer clamp: stays integer for integral bounds (a fractional or infinite bound promotes to
+// f32, as torch's type promotion with a float scalar); bounds outside the dtype's range are errors,
+// as PyTorch's "value cannot be converted ... without overflow". A bool tensor clamps as i64 (torch
+// promotes bool with an integer scalar to its default integer type).
 Tensor clamp_integer(const Tensor& x, std::optional<double> lo, std::optional<double> hi) {
-  MINIDL_CHECK(x.dtype() != DType::Bool, "clamp", "not supported for bool tensors (got ", x.meta_str(), ")");
-  auto integral = [](std::optional<double> b) { return !b || *b == std::floor(*b); };
+  auto integral = [](std::optional<double> b) { return !b || (std::isfinite(*b) && *b == std::floor(*b)); };
   if (!integral(lo) || !integral(hi)) return clamp(cast(x, DType::F32), lo, hi);
+  if (x.dtype() == DType::Bool) return clamp_integer(cast(x, DType::I64), lo, hi);
   const double top = traits(x.dtype()).max, bottom = x.dtype() == DType::U8 ? 0.0 : -top - 1;
   Tensor r = x.detach();
   for (auto [bound, below] : {std::pair{lo, true}, std::pair{hi, false}}) {

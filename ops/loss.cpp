@@ -209,7 +209,9 @@ Tensor cross_entropy_probs(const Tensor& logits, const Tensor& target, const Cro
   check_same_device(op, logits, target);
   Tensor weight = checked_weight(op, o.weight, logits, classes);
   Tensor logp = log_softmax(logits, class_dim);
-  Tensor t = cast(target, logits.dtype());
+  // The target keeps its dtype: -(log_softmax(x) * target) promotes, as PyTorch's (f32 logits with an
+  // f64 target give an f64 loss).
+  Tensor t = target;
   if (o.label_smoothing > 0) t = add(mul(t, 1.0 - o.label_smoothing), o.label_smoothing / static_cast<double>(classes));
   Tensor prod = mul(logp, t);
   if (weight.defined()) {
@@ -398,7 +400,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits_arg, const Tensor& 
   Tensor pw;
   if (pos_weight_in.defined()) {
     check_same_device(op, logits, pos_weight_in);
-    broadcast_shapes(pos_weight_in.shape(), logits.shape(), op);
+    MINIDL_CHECK(broadcast_shapes(pos_weight_in.shape(), logits.shape(), op) == logits.shape(), op, "pos_weight ",
+                 shape_str(pos_weight_in.shape()), " does not broadcast to the input's shape ", shape_str(logits.shape()));
     pw = cast(pos_weight_in, logits.dtype());
   }
   // loss = (1 - y) x + l softplus(-x), with l = (pw - 1) y + 1 (l = 1 without pos_weight).

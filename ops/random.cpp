@@ -4,6 +4,11 @@
 // Autocast policy: None (dropout runs in its input's dtype).
 #include "ops/common.h"
 
+#include <string>
+#include <utility>
+
+#include "framework/warning.h"
+
 namespace minidl {
 
 using namespace ops_detail;
@@ -34,6 +39,28 @@ Tensor floating_factory(const char* name, RandomDist dist, const Shape& shape, c
   if (opts.requires_grad_) out.requires_grad_();
   return out;
 }
+
+// PyTorch's check_from_to_in_range: low and high - 1 must lie in the dtype's range (an error, not
+// wrapped or infinite values); a floating dtype beyond its exactly representable integers
+// (2^(mantissa bits + 1)) only warns, as PyTorch does, since such draws are no longer uniform.
+void check_randint_range(int64_t low, int64_t high, DType dtype) {
+  const DTypeTraits& t = traits(dtype);
+  double bottom, top;
+  if (dtype == DType::Bool) bottom = 0.0, top = 1.0;
+  else if (dtype == DType::U8) bottom = 0.0, top = t.max;
+  else if (t.is_floating) bottom = -t.max, top = t.max;
+  else bottom = -t.max - 1.0, top = t.max;
+  for (auto [value, what] : {std::pair{low, "low"}, std::pair{high - 1, "high - 1"}})
+    MINIDL_CHECK(static_cast<double>(value) >= bottom && static_cast<double>(value) <= top, "randint", what, " = ",
+                 value, " is out of bounds for ", dtype_name(dtype));
+  if (t.is_floating) {
+    const double exact = std::ldexp(1.0, t.mantissa_bits + 1);
+    if (static_cast<double>(low) < -exact || static_cast<double>(high - 1) > exact)
+      warn("randint: [" + std::to_string(low) + ", " + std::to_string(high) + ") reaches beyond [-2^" +
+           std::to_string(t.mantissa_bits + 1) + ", 2^" + std::to_string(t.mantissa_bits + 1) + "], where " +
+           dtype_name(dtype) + " holds every integer; its draws there are not uniform");
+  }
+}
 }  // namespace
 
 Tensor rand(const Shape& shape, TensorOptions opts, Generator* gen) {
@@ -46,6 +73,7 @@ Tensor randn(const Shape& shape, TensorOptions opts, Generator* gen) {
 
 Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions opts, Generator* gen) {
   MINIDL_CHECK(low < high, "randint", "expected low < high, got low=", low, ", high=", high);
+  check_randint_range(low, high, opts.dtype_);
   Tensor out = empty(shape, TensorOptions(opts.dtype_).device(opts.device_));
   random_fill(RandomDist::Integer, out, gen, static_cast<double>(low), static_cast<double>(high));
   if (opts.requires_grad_) out.requires_grad_();

@@ -350,6 +350,12 @@ const Tensor& Tensor::fill_(double value) const {
 const Tensor& Tensor::copy_(const Tensor& src) const {
   check_inplace("copy_", *this);
   check_defined(src, "copy_", "src");
+  // PyTorch's internal-overlap check: an expanded destination (stride 0 over a dim of size > 1)
+  // would keep whichever write came last.
+  for (int64_t d = 0; d < dim(); ++d)
+    MINIDL_CHECK(strides()[d] != 0 || shape()[d] <= 1, "copy_", "the destination ", meta_str(),
+                 " has more than one element referring to a single memory location (stride 0 in dim ", d,
+                 "); clone() it before writing");
   MINIDL_CHECK(broadcast_shapes(shape(), src.shape(), "copy_") == shape(), "copy_", "source ",
                shape_str(src.shape()), " does not broadcast to destination ", shape_str(shape()));
   Device kernel_device = device().is_cpu() ? src.device() : device();

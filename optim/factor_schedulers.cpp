@@ -44,7 +44,11 @@ ConstantLR::ConstantLR(Optimizer& optimizer, double factor, int64_t total_iters)
   initialize();
 }
 
-double ConstantLR::factor(size_t, int64_t epoch) const { return epoch < total_iters_ ? factor_ : 1.0; }
+// total_iters 0 keeps the factor for good: PyTorch's chained form multiplies by it at step 0 and
+// undoes it only at step == total_iters, which it never reaches again.
+double ConstantLR::factor(size_t, int64_t epoch) const {
+  return epoch < total_iters_ || total_iters_ == 0 ? factor_ : 1.0;
+}
 
 LinearLR::LinearLR(Optimizer& optimizer, double start_factor, double end_factor, int64_t total_iters)
     : FactorScheduler(optimizer), start_(start_factor), end_(end_factor), total_iters_(total_iters) {

@@ -7,6 +7,7 @@
 
 #include "framework/error.h"
 #include "optim/adam.h"
+#include "optim/adaptive.h"
 #include "optim/sgd.h"
 
 namespace minidl::optim {
@@ -141,6 +142,7 @@ std::optional<double> get_momentum(const OptimizerOptions& o) {
   if (auto* s = dynamic_cast<const SGDOptions*>(&o)) return s->momentum_;
   if (auto* a = dynamic_cast<const AdamOptions*>(&o)) return a->betas_.first;
   if (auto* w = dynamic_cast<const AdamWOptions*>(&o)) return w->betas_.first;
+  if (auto* r = dynamic_cast<const RMSpropOptions*>(&o)) return r->momentum_;
   return std::nullopt;
 }
 
@@ -155,6 +157,10 @@ bool set_momentum(OptimizerOptions& o, double m) {
   }
   if (auto* w = dynamic_cast<AdamWOptions*>(&o)) {
     w->betas_.first = m;
+    return true;
+  }
+  if (auto* r = dynamic_cast<RMSpropOptions*>(&o)) {  // PyTorch cycles RMSprop's "momentum" too
+    r->momentum_ = m;
     return true;
   }
   return false;
@@ -209,6 +215,11 @@ double OneCycleLR::at(size_t group, int64_t epoch, int which) const {
   for (size_t i = 0; i < phases_.size(); ++i) {
     const Phase& ph = phases_[i];
     if (step_num <= ph.end_step || i + 1 == phases_.size()) {
+      // A phase of zero length (pct_start 1, or pct_start * total_steps = 1): PyTorch divides by
+      // zero here (ZeroDivisionError); an error, not a NaN learning rate.
+      MINIDL_CHECK(ph.end_step != start_step, "OneCycleLR", "phase ", i + 1, " of the schedule has zero length at step ",
+                   epoch, " (pct_start=", options_.pct_start_, ", total_steps=", options_.total_steps_,
+                   "); choose a pct_start that leaves every phase at least one step");
       const double pct = (step_num - start_step) / (ph.end_step - start_step);
       return which == 0 ? anneal(lrs[ph.start_lr], lrs[ph.end_lr], pct)
                         : anneal(moms[ph.start_momentum], moms[ph.end_momentum], pct);
@@ -219,7 +230,7 @@ double OneCycleLR::at(size_t group, int64_t epoch, int which) const {
 }
 
 std::vector<double> OneCycleLR::lr_at(int64_t epoch) const {
-  MINIDL_CHECK(epoch <= options_.total_steps_, "OneCycleLR", "Tried to step ", epoch,
+  MINIDL_CHECK(epoch <= options_.total_steps_, "OneCycleLR", "Tried to step ", epoch + 1,
                " times. The specified number of total steps is ", options_.total_steps_);
   std::vector<double> out;
   for (size_t g = 0; g < initial_lrs_.size(); ++g) out.push_back(at(g, epoch, 0));

@@ -178,7 +178,7 @@ class OneCycleLR : public LRScheduler {
   std::vector<Phase> phases_;
 };
 
-// Reads or sets the momentum of a group: SGD's momentum, or beta1 for Adam/AdamW. Returns false
+// Reads or sets the momentum of a group: SGD's and RMSprop's momentum, or beta1 for Adam/AdamW. Returns false
 // (get: nullopt) when the options have neither.
 std::optional<double> get_momentum(const OptimizerOptions& options);
 bool set_momentum(OptimizerOptions& options, double momentum);

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -272,6 +273,32 @@ TEST_CASE("randint covers [low, high) uniformly", "[random]") {
   CHECK(randint(0, 3, {4}, DType::F32, &g).dtype() == DType::F32);
   CHECK_THROWS_WITH(randint(4, 4, {2}), Catch::Contains("randint") && Catch::Contains("low < high"));
   CHECK_THROWS_WITH(rand({2}, DType::I64), Catch::Contains("rand") && Catch::Contains("floating"));
+}
+
+TEST_CASE("randint refuses bounds outside its dtype's range, as PyTorch", "[random][parity]") {
+  // PyTorch 1.13: torch.randint(-1, 3, (4,), dtype=torch.uint8) raises "from is out of bounds for
+  // unsigned char"; (0, 257) "to - 1 is out of bounds"; (0, 256) and bool's (0, 2) are fine.
+  using Catch::Contains;
+  CHECK_THROWS_WITH(randint(-1, 3, {4}, DType::U8), Contains("randint") && Contains("low = -1") && Contains("u8"));
+  CHECK_THROWS_WITH(randint(0, 257, {4}, DType::U8), Contains("randint") && Contains("high - 1 = 256") && Contains("u8"));
+  CHECK_THROWS_WITH(randint(0, 3, {4}, DType::Bool), Contains("randint") && Contains("bool"));
+  CHECK_THROWS_WITH(randint(0, int64_t{1} << 31 | 1, {4}, DType::I32), Contains("randint") && Contains("i32"));
+  CHECK_THROWS_WITH(randint(0, 100000, {4}, DType::F16), Contains("randint") && Contains("f16"));
+  Generator g(3);
+  std::vector<uint8_t> u = randint(0, 256, {4000}, DType::U8, &g).to_vector<uint8_t>();
+  CHECK(*std::max_element(u.begin(), u.end()) == 255);
+  std::vector<bool> b = randint(0, 2, {200}, DType::Bool, &g).to_vector<bool>();
+  CHECK(std::count(b.begin(), b.end(), true) > 50);
+  CHECK(std::count(b.begin(), b.end(), false) > 50);
+  CHECK(randint(-128, 128, {8}, DType::I32, &g).dtype() == DType::I32);
+  // Beyond the integers f16 holds exactly (2^11) PyTorch only warns; so does minidl.
+  std::vector<std::string> warnings;
+  auto previous = set_warning_handler([&](const std::string& m) { warnings.push_back(m); });
+  Tensor wide = randint(0, 5000, {16}, DType::F16, &g);
+  set_warning_handler(previous);
+  CHECK(wide.dtype() == DType::F16);
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Contains("randint") && Contains("f16"));
 }
 
 // ------------------------------------------------------------------------------------ dropout

@@ -326,3 +326,72 @@ TEST_CASE("MaxPool2d and AvgPool2d modules take PyTorch's dilation, ceil_mode an
   CHECK(avg.describe() == "AvgPool2d(3x3, stride 2, padding 1, ceil_mode, count_include_pad false)");
   CHECK(mp.describe() == "MaxPool2d(3x3, stride 2, padding 1, dilation 2, ceil_mode)");
 }
+
+TEST_CASE("BCE weights and pos_weight must broadcast to the input's shape, not beyond it", "[nn][parity][loss]") {
+  // PyTorch 1.13: nn.BCELoss(weight=torch.tensor([[1., 2], [3, 4]]))(torch.tensor([.6, .4]),
+  // torch.tensor([1., 0])) raises "output with shape [2] doesn't match the broadcast shape [2, 2]";
+  // so do BCEWithLogitsLoss with that weight and binary_cross_entropy_with_logits with that pos_weight.
+  using Catch::Contains;
+  Tensor x = from_vector(std::vector<float>{0.6f, 0.4f}), t = from_vector(std::vector<float>{1, 0});
+  Tensor w22 = from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
+  CHECK_THROWS_WITH(nn::BCELoss(nn::BCELossOptions().weight(w22))(x, t), Contains("BCELoss") && Contains("[2, 2]"));
+  CHECK_THROWS_WITH(nn::BCEWithLogitsLoss(nn::BCELossOptions().weight(w22))(x, t),
+                    Contains("BCEWithLogitsLoss") && Contains("[2, 2]"));
+  CHECK_THROWS_WITH(nn::functional::binary_cross_entropy_with_logits(x, t, Reduction::Mean, w22),
+                    Contains("binary_cross_entropy_with_logits") && Contains("pos_weight"));
+  // A weight that broadcasts up to the input stays accepted: torch gives 0.5108256 * 2 / 2 +
+  // 0.5108256 * 3 / 2 for weight [2, 3] here (-log(0.6) = -log(1 - 0.4) = 0.5108256).
+  Tensor w2 = from_vector(std::vector<float>{2, 3});
+  CHECK(nn::BCELoss(nn::BCELossOptions().weight(w2))(x, t).item() == Approx(0.5108256 * 2.5).epsilon(1e-5));
+}
+
+TEST_CASE("cross_entropy with probability targets promotes to the wider dtype", "[nn][parity][loss]") {
+  // PyTorch 1.13: F.cross_entropy(f32 logits, f64 probabilities) is f64, the product promoting.
+  Tensor logits = from_vector(std::vector<float>{1.0f, 2.0f, 0.5f}, {1, 3});
+  Tensor probs = from_vector(std::vector<double>{0.2, 0.5, 0.3}, {1, 3});
+  Tensor loss = nn::functional::cross_entropy(logits, probs);
+  CHECK(loss.dtype() == DType::F64);
+  // log_softmax([1, 2, 0.5]) in f32, weighted by the f64 probabilities.
+  const double lse = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(0.5));
+  CHECK(loss.item() == Approx(0.2 * (lse - 1.0) + 0.5 * (lse - 2.0) + 0.3 * (lse - 0.5)).epsilon(1e-6));
+  CHECK(nn::functional::cross_entropy(logits, cast(probs, DType::F16)).dtype() == DType::F32);
+}
+
+TEST_CASE("BatchNorm trains on an empty batch as PyTorch: empty output, running statistics kept", "[nn][parity][norm]") {
+  // PyTorch 1.13: nn.BatchNorm2d(2)(torch.zeros(0, 2, 2, 2)) is f32[0, 2, 2, 2]; running_mean and
+  // running_var unchanged, num_batches_tracked 1, and backward gives the parameters zero gradients.
+  nn::BatchNorm2d bn(2);
+  bn.running_mean.fill_(0.5);
+  Tensor x = zeros({0, 2, 2, 2}).requires_grad_();
+  Tensor y = bn.forward(x);
+  CHECK(y.shape() == Shape{0, 2, 2, 2});
+  CHECK(y.dtype() == DType::F32);
+  CHECK(bn.running_mean.to_vector<float>() == std::vector<float>{0.5f, 0.5f});
+  CHECK(bn.running_var.to_vector<float>() == std::vector<float>{1.0f, 1.0f});
+  CHECK(bn.num_batches_tracked.item_int() == 1);
+  sum(y).backward();
+  REQUIRE(bn.weight.grad().defined());
+  CHECK(bn.weight.grad().to_vector<float>() == std::vector<float>{0, 0});
+  CHECK(bn.bias.grad().to_vector<float>() == std::vector<float>{0, 0});
+  CHECK(x.grad().shape() == Shape{0, 2, 2, 2});
+  // The batch of one value per channel is still refused.
+  CHECK_THROWS_WITH(bn.forward(zeros({1, 2, 1, 1})), Catch::Contains("more than 1 value per channel"));
+}
+
+TEST_CASE("a BatchNorm state dict without num_batches_tracked loads, the count set to 0", "[nn][parity][serialize]") {
+  // PyTorch fills num_batches_tracked with 0 for state dicts saved without it (unversioned ones:
+  // m.load_state_dict({k: v for k, v in m.state_dict().items() if k != 'num_batches_tracked'})).
+  nn::BatchNorm2d bn(2);
+  bn.num_batches_tracked.fill_(7);
+  TensorDict state;
+  for (const auto& [k, v] : bn.state_dict())
+    if (k != "num_batches_tracked") state.insert(k, v.clone().fill_(3.0));
+  nn::LoadResult r = bn.load_state_dict(state);
+  CHECK(r.missing_keys.empty());
+  CHECK(bn.num_batches_tracked.item_int() == 0);
+  CHECK(bn.running_mean.to_vector<float>() == std::vector<float>{3, 3});
+  // Any other missing key is still an error.
+  TensorDict partial{{"weight", ones({2})}, {"bias", zeros({2})}};
+  CHECK_THROWS_WITH(bn.load_state_dict(partial), Catch::Contains("Missing key(s)") && Catch::Contains("running_mean") &&
+                                                     !Catch::Contains("num_batches_tracked"));
+}

@@ -310,7 +310,18 @@ TEST_CASE("clamp of integer tensors stays integer, a fractional bound promotes t
   CHECK(f.dtype() == DType::F32);
   CHECK(f.to_vector<float>() == std::vector<float>{0.5f, 0.5f, 3.0f, 9.0f});
   CHECK_THROWS_WITH(clamp(cast(x, DType::I32), 1e10, std::nullopt), Contains("clamp") && Contains("i32") && Contains("overflow"));
-  CHECK_THROWS_WITH(clamp(bools({true}), 0.0, 1.0), Contains("clamp") && Contains("bool"));
+  // PyTorch 1.13: torch.clamp(torch.tensor([-7, 7]), -float('inf'), 5.0) is f32 [-7., 5.]: an
+  // infinite bound is a float scalar, not an integral one.
+  Tensor inf_bound = clamp(i64({-7, 7}), -std::numeric_limits<double>::infinity(), 5.0);
+  CHECK(inf_bound.dtype() == DType::F32);
+  CHECK(inf_bound.to_vector<float>() == std::vector<float>{-7.0f, 5.0f});
+  CHECK(clamp(i64({-7, 7}), std::nullopt, kInf).to_vector<float>() == std::vector<float>{-7.0f, 7.0f});
+  // torch.clamp(torch.tensor([False, True]), 0, 1) is i64 [0, 1]; min=1 gives [1, 1]; min=0.5 f32.
+  Tensor b = clamp(bools({false, true}), 0.0, 1.0);
+  CHECK(b.dtype() == DType::I64);
+  CHECK(b.to_vector<int64_t>() == std::vector<int64_t>{0, 1});
+  CHECK(clamp(bools({false, true}), 1.0, std::nullopt).to_vector<int64_t>() == std::vector<int64_t>{1, 1});
+  CHECK(clamp(bools({false, true}), 0.5, std::nullopt).to_vector<float>() == std::vector<float>{0.5f, 1.0f});
 }
 
 TEST_CASE("pow's gradients at a zero base: 0 for a zero exponent, -inf in the exponent for a negative one", "[parity][binary]") {
@@ -516,4 +527,19 @@ TEST_CASE("full and fill_ refuse values outside the dtype's range", "[parity][fa
   CHECK_THROWS_WITH(full({1}, 1e39, DType::F32), Contains("f32") && Contains("overflow"));
   CHECK(full({1}, 1e39, DType::F64).item() == 1e39);
   CHECK(full({1}, 1e39, DType::Bool).to_vector<bool>() == std::vector<bool>{true});
+}
+
+TEST_CASE("copy_ into an expanded view is refused, as PyTorch's internal-overlap check", "[parity][copy]") {
+  // PyTorch 1.13: torch.zeros(2, 1).expand(2, 2).copy_(torch.ones(2, 2)) raises "unsupported
+  // operation: more than one element of the written-to tensor refers to a single memory location".
+  Tensor expanded = zeros({2, 1}).expand({2, 2});
+  CHECK_THROWS_WITH(expanded.copy_(ones({2, 2})), Contains("copy_") && Contains("single memory location"));
+  CHECK_THROWS_WITH(expanded.copy_(ones({1})), Contains("copy_") && Contains("stride 0"));
+  // A size-1 dim with stride 0 and a strided (not overlapping) view are fine.
+  Tensor one = zeros({1, 3}).expand({1, 3});
+  one.copy_(ones({1, 3}));
+  CHECK(one.to_vector<float>() == std::vector<float>{1, 1, 1});
+  Tensor base = zeros({2, 4});
+  base.slice(1, 0, 4, 2).copy_(ones({2, 2}));
+  CHECK(base.to_vector<float>() == std::vector<float>{1, 0, 1, 0, 1, 0, 1, 0});
 }

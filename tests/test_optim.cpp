@@ -617,7 +617,7 @@ TEST_CASE("OneCycleLR follows torch's phases for rate and momentum", "[optim][sc
     CHECK(s.momentum_at(2)[0] == Approx(0.85));
     CHECK(s.momentum_at(9)[0] == Approx(0.95));
     CHECK(s.momentum_at(1)[0] == Approx(cos_anneal(0.95, 0.85, 0.5)));
-    CHECK_THROWS_WITH(s.step(), Catch::Contains("Tried to step 11 times. The specified number of total steps is 10"));
+    CHECK_THROWS_WITH(s.step(), Catch::Contains("Tried to step 12 times. The specified number of total steps is 10"));
     CHECK(s.last_epoch() == 10);  // a refused step changes nothing
   }
   {
@@ -643,6 +643,28 @@ TEST_CASE("OneCycleLR follows torch's phases for rate and momentum", "[optim][sc
     CHECK(static_cast<const SGDOptions&>(*opt.param_groups()[0].options).momentum_ == 0.5);
     for (int i = 0; i < 9; ++i) s.step();
     CHECK(s.get_last_lr()[0] == Approx(0.1 / 100));
+  }
+  {
+    // RMSprop has a momentum, which PyTorch cycles (torch: momentum 0.95 at step 0, 0.85 at the
+    // end of phase 1, rates 0.04, 0.52, 1 over steps 0-2 of OneCycleLR(max_lr 1, total_steps 10)).
+    RMSprop opt({p}, RMSpropOptions(0.01));
+    OneCycleLR s(opt, OneCycleLROptions(1.0, 10).anneal_strategy(AnnealStrategy::Linear));
+    CHECK(static_cast<const RMSpropOptions&>(*opt.param_groups()[0].options).momentum_ == Approx(0.95));
+    s.step();
+    CHECK(s.get_last_lr()[0] == Approx(0.52));
+    s.step();
+    CHECK(s.get_last_lr()[0] == Approx(1.0));
+    CHECK(static_cast<const RMSpropOptions&>(*opt.param_groups()[0].options).momentum_ == Approx(0.85));
+  }
+  {
+    // pct_start 1 leaves the second phase no length: PyTorch divides by zero at step total_steps;
+    // minidl refuses that step with a clear error instead of setting a NaN rate.
+    SGD opt({p}, SGDOptions(0.1).momentum(0.9));
+    OneCycleLR s(opt, OneCycleLROptions(1.0, 10).pct_start(1.0));
+    for (int i = 0; i < 9; ++i) s.step();
+    CHECK(s.get_last_lr()[0] == Approx(1.0));
+    CHECK_THROWS_WITH(s.step(), Catch::Contains("OneCycleLR") && Catch::Contains("zero length"));
+    CHECK(s.last_epoch() == 9);
   }
 }
 

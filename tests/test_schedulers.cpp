@@ -49,6 +49,11 @@ TEST_CASE("ExponentialLR, ConstantLR, LinearLR and PolynomialLR match torch", "[
     ConstantLR s(opt, 0.25, 4);
     check_rates(s, {0.125, 0.125, 0.125, 0.125, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5});
   }
+  SECTION("ConstantLR(factor 0.5, total_iters 0) keeps the factor, as torch's chained form") {
+    SGD opt(p, SGDOptions(0.1));
+    ConstantLR s(opt, 0.5, 0);
+    check_rates(s, {0.05, 0.05, 0.05, 0.05});
+  }
   SECTION("LinearLR(0.2 -> 0.8 over 5)") {
     SGD opt(p, SGDOptions(0.5));
     LinearLR s(opt, 0.2, 0.8, 5);
