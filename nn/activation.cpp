@@ -27,6 +27,17 @@ Tensor GELU::forward(const Tensor& input) {
 }
 std::string GELU::describe() const { return "GELU(approximate='" + options.approximate_ + "')"; }
 
+Tensor SiLU::forward(const Tensor& input) {
+  auto scope = forward_scope();
+  return silu(input);
+}
+
+Tensor ELU::forward(const Tensor& input) {
+  auto scope = forward_scope();
+  return elu(input, options.alpha_);
+}
+std::string ELU::describe() const { return detail::concat("ELU(alpha=", options.alpha_, ")"); }
+
 Tensor Sigmoid::forward(const Tensor& input) {
   auto scope = forward_scope();
   return sigmoid(input);

@@ -1,4 +1,4 @@
-// Activation layers: ReLU, LeakyReLU, GELU, Sigmoid, Tanh, Softmax, LogSoftmax. Each is a Layer
+// Activation layers: ReLU, LeakyReLU, GELU, SiLU, ELU, Sigmoid, Tanh, Softmax, LogSoftmax. Each is a Layer
 // whose forward applies the op of the same name from ops/ops.h.
 #pragma once
 #include <string>
@@ -45,6 +45,30 @@ class GELU : public Layer {
   ModulePtr clone_structure() const override { return std::make_shared<GELU>(options); }
   std::string describe() const override;  // "GELU(approximate='none')"
   GELUOptions options;
+};
+
+class SiLU : public Layer {
+ public:
+  Tensor forward(const Tensor& input) override;
+  std::string type_name() const override { return "SiLU"; }
+  ModulePtr clone_structure() const override { return std::make_shared<SiLU>(); }
+  std::string describe() const override { return "SiLU()"; }
+};
+
+struct ELUOptions {
+  double alpha_ = 1.0;  // value approached for x -> -inf
+
+  ELUOptions& alpha(double a) { alpha_ = a; return *this; }
+};
+
+class ELU : public Layer {
+ public:
+  explicit ELU(const ELUOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& input) override;
+  std::string type_name() const override { return "ELU"; }
+  ModulePtr clone_structure() const override { return std::make_shared<ELU>(options); }
+  std::string describe() const override;  // "ELU(alpha=1)"
+  ELUOptions options;
 };
 
 class Sigmoid : public Layer {

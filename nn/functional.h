@@ -19,6 +19,8 @@ inline Tensor tanh(const Tensor& x) { return minidl::tanh(x); }
 inline Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0) {
   return minidl::softplus(x, beta, threshold);
 }
+inline Tensor silu(const Tensor& x) { return minidl::silu(x); }
+inline Tensor elu(const Tensor& x, double alpha = 1.0) { return minidl::elu(x, alpha); }
 inline Tensor softmax(const Tensor& x, int64_t dim) { return minidl::softmax(x, dim); }
 inline Tensor log_softmax(const Tensor& x, int64_t dim) { return minidl::log_softmax(x, dim); }
 

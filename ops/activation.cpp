@@ -1,5 +1,5 @@
-// Activations: tanh, sigmoid, relu, leaky_relu, gelu (erf and tanh forms), softplus. Autocast
-// policy: None. Each backward is a fused kernel (one pass over memory) exposed as a differentiable
+// Activations: tanh, sigmoid, relu, leaky_relu, gelu (erf and tanh forms), softplus; silu and elu
+// as composites of them. Autocast policy: None. Each backward is a fused kernel (one pass over memory) exposed as a differentiable
 // op of its own, so second derivatives still work.
 #include "ops/common.h"
 
@@ -117,6 +117,23 @@ Tensor softplus(const Tensor& x_arg, double beta, double threshold) {
     return TensorList{fused_backward(BinaryOp::SoftplusBackward, "SoftplusBackwardBackward", g[0], s[0], threshold, beta, d2)};
   });
   return out;
+}
+
+// Composites: two or three passes where PyTorch has one fused kernel, but every backend and every
+// derivative order comes from the ops they are made of.
+Tensor silu(const Tensor& x) {
+  check_defined(x, "silu", "input");
+  check_floating("silu", x);
+  return mul(x, sigmoid(x));
+}
+
+Tensor elu(const Tensor& x, double alpha) {
+  check_defined(x, "elu", "input");
+  check_floating("elu", x);
+  // exp of min(x, 0) only: exp(x) of a large positive x would be inf in the unused branch, and its
+  // zero gradient times inf a NaN. At x = 0 the gradient is alpha, as PyTorch's elu_backward.
+  Tensor negative = mul(sub(exp(clamp(x, std::nullopt, 0.0)), 1.0), alpha);
+  return where(gt(x, 0.0), x, negative);
 }
 
 }  // namespace minidl

@@ -89,6 +89,16 @@ Tensor clamp_integer(const Tensor& x, std::optional<double> lo, std::optional<do
   return r;
 }
 
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
+  check_defined(x, "masked_fill", "self");
+  check_defined(mask, "masked_fill", "mask");
+  check_same_device("masked_fill", x, mask);
+  MINIDL_CHECK(mask.dtype() == DType::Bool, "masked_fill", "expected a bool mask, got ", mask.meta_str());
+  MINIDL_CHECK(broadcast_shapes(x.shape(), mask.shape(), "masked_fill") == x.shape(), "masked_fill", "mask ",
+               shape_str(mask.shape()), " does not broadcast to the input's shape ", shape_str(x.shape()));
+  return where(mask, full_like(x.detach(), value), x);
+}
+
 Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi) {
   check_defined(x, "clamp", "self");
   MINIDL_CHECK(lo || hi, "clamp", "At least one of 'min' or 'max' must not be None");

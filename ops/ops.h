@@ -50,6 +50,8 @@ Tensor le(const Tensor& a, double b);
 Tensor gt(const Tensor& a, double b);
 Tensor ge(const Tensor& a, double b);
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);  // differentiable in a and b
+// x with value where the bool mask (broadcast to x's shape) is true; keeps x's dtype.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
 
 // ---- element-wise unary (ops/unary.cpp, ops/activation.cpp)
@@ -65,11 +67,16 @@ Tensor relu(const Tensor& x);
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
 Tensor gelu(const Tensor& x, bool tanh_approximation = false);
 Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
+// Composites of the ops above (no kernel of their own; autograd differentiates the composite):
+Tensor silu(const Tensor& x);                     // x * sigmoid(x), torch.nn.functional.silu
+Tensor elu(const Tensor& x, double alpha = 1.0);  // x > 0 ? x : alpha (exp(x) - 1)
 
 // ---- reductions (ops/reduce.cpp). dims empty = all dims.
 Tensor sum(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
 Tensor mean(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
 Tensor var(const Tensor& x, std::vector<int64_t> dims = {}, int64_t correction = 1, bool keepdim = false);
+// sqrt(var). Call it minidl::std: after `using namespace minidl`, an unqualified std(x) is ambiguous.
+Tensor std(const Tensor& x, std::vector<int64_t> dims = {}, int64_t correction = 1, bool keepdim = false);
 // max/min of a bool tensor is a bool (a logical or/and), as PyTorch's.
 Tensor max(const Tensor& x);  // over all elements
 Tensor min(const Tensor& x);

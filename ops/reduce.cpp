@@ -113,6 +113,34 @@ Tensor var(const Tensor& x, std::vector<int64_t> dims_in, int64_t correction, bo
   return div(ss, static_cast<double>(std::max<int64_t>(count - correction, 0)));
 }
 
+// sqrt(var) with its own backward: d std / dx = (x - mean) / ((n - correction) std), and 0 where the
+// spread is 0 (PyTorch's std_backward masks there; sqrt's gradient would make it 0 * inf = NaN).
+// The backward recomputes std from x with differentiable ops, so second derivatives hold.
+Tensor std(const Tensor& x, std::vector<int64_t> dims_in, int64_t correction, bool keepdim) {
+  check_defined(x, "std", "self");
+  check_floating("std", x);
+  if (is_low_precision(x.dtype())) return cast(std(cast(x, DType::F32), std::move(dims_in), correction, keepdim), x.dtype());
+  std::vector<int64_t> dims = normalize_dims(dims_in, x.dim(), "std");
+  int64_t count = 1;
+  for (int64_t d : dims) if (x.dim() > 0) count *= x.shape()[d];
+  Tensor out;
+  {
+    NoGradGuard ng;
+    out = sqrt(var(x.detach(), dims, correction, keepdim));
+  }
+  const double divisor = static_cast<double>(std::max<int64_t>(count - correction, 0));
+  autograd::record("StdBackward", {x}, {out}, {x},
+                   [dims, correction, divisor, keep = keep_shape(x.shape(), dims)](const TensorList& g, const TensorList& s) {
+                     const Tensor& xv = s[0];
+                     Tensor sd = sqrt(var(xv, dims, correction, true));
+                     Tensor zero = eq(sd, 0.0);
+                     Tensor scale = div(g[0].reshape(keep), mul(where(zero, ones_like(sd), sd), divisor));
+                     scale = where(zero, zeros_like(scale), scale);
+                     return TensorList{mul(sub(xv, mean(xv, dims, true)), scale)};
+                   });
+  return out;
+}
+
 namespace {
 ValuesIndices extreme(ReduceOp op, const char* name, const Tensor& x, int64_t dim, bool keepdim) {
   check_defined(x, name, "self");

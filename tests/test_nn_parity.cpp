@@ -395,3 +395,57 @@ TEST_CASE("a BatchNorm state dict without num_batches_tracked loads, the count s
   CHECK_THROWS_WITH(bn.load_state_dict(partial), Catch::Contains("Missing key(s)") && Catch::Contains("running_mean") &&
                                                      !Catch::Contains("num_batches_tracked"));
 }
+
+TEST_CASE("silu, elu, std and masked_fill match PyTorch, values and gradients", "[nn][parity][activation]") {
+  // PyTorch 1.13, f64: x = [-3, -0.5, 0, 0.25, 2, 1000]; F.silu(x), F.elu(x, 0.5) and the gradients
+  // of their sums.
+  const std::vector<double> xs{-3, -0.5, 0, 0.25, 2, 1000};
+  auto run = [&](auto fn) {
+    Tensor x = from_vector(xs).requires_grad_();
+    Tensor y = fn(x);
+    sum(y).backward();
+    return std::pair{y.template to_vector<double>(), x.grad().template to_vector<double>()};
+  };
+  auto close = [](const std::vector<double>& a, const std::vector<double>& b) {
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) CHECK(a[i] == Approx(b[i]).epsilon(1e-12).margin(1e-15));
+  };
+  auto [sy, sg] = run([](const Tensor& x) { return nn::functional::silu(x); });
+  close(sy, {-0.14227761953270035, -0.1887703343990727, 0.0, 0.14054412522144952, 1.7615941559557646, 1000.0});
+  close(sg, {-0.08810410601516962, 0.2600388126973482, 0.5, 0.6237100215701977, 1.0907842487848955, 1.0});
+  auto [ey, eg] = run([](const Tensor& x) { return nn::ELU(nn::ELUOptions().alpha(0.5)).forward(x); });
+  close(ey, {-0.475106465816068, -0.1967346701436833, 0.0, 0.25, 2.0, 1000.0});
+  close(eg, {0.024893534183931972, 0.3032653298563167, 0.5, 1.0, 1.0, 1.0});  // alpha at 0; no NaN from exp(1000)
+  CHECK(nn::SiLU().forward(from_vector(std::vector<float>{2.0f})).dtype() == DType::F32);
+  CHECK(nn::ELU().describe() == "ELU(alpha=1)");
+
+  // torch.std(a, dim=1) of [[1, 2, 4], [3, 3, 3]] = [1.5275252316519465, 0]; its gradient is 0 on the
+  // row without spread (PyTorch masks it; sqrt's own gradient would give NaN).
+  Tensor a = from_vector(std::vector<double>{1, 2, 4, 3, 3, 3}, {2, 3}).requires_grad_();
+  Tensor s = minidl::std(a, {1});
+  close(s.to_vector<double>(), {1.5275252316519465, 0.0});
+  sum(s).backward();
+  close(a.grad().to_vector<double>(), {-0.43643578047198484, -0.10910894511799625, 0.5455447255899809, 0, 0, 0});
+  CHECK(minidl::std(a.detach()).item() == Approx(1.0327955589886446).epsilon(1e-12));
+  CHECK(minidl::std(a.detach(), {}, 0).item() == Approx(0.9428090415820635).epsilon(1e-12));
+  Tensor s0 = minidl::std(a.detach(), {0}, 1, true);
+  CHECK(s0.shape() == Shape{1, 3});
+  close(s0.to_vector<double>(), {1.4142135623730951, 0.7071067811865476, 0.7071067811865476});
+  CHECK(minidl::std(cast(a.detach(), DType::BF16), {1}).dtype() == DType::BF16);
+  CHECK_THROWS_WITH(minidl::std(from_vector(std::vector<int64_t>{1, 2})), Catch::Contains("std") && Catch::Contains("i64"));
+
+  // b.masked_fill(torch.tensor([True, False, True]), -1.5) on [[1, 2, 3], [4, 5, 6]]; gradient 0
+  // where filled; an integer tensor stays integer (tensor([1, 2, 3]).masked_fill(m, 7) = [7, 2, 7]).
+  Tensor b = from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3}).requires_grad_();
+  Tensor m = from_vector(std::vector<bool>{true, false, true});
+  Tensor r = masked_fill(b, m, -1.5);
+  CHECK(r.to_vector<float>() == std::vector<float>{-1.5f, 2, -1.5f, -1.5f, 5, -1.5f});
+  sum(r).backward();
+  CHECK(b.grad().to_vector<float>() == std::vector<float>{0, 1, 0, 0, 1, 0});
+  Tensor mi = masked_fill(from_vector(std::vector<int64_t>{1, 2, 3}), m, 7);
+  CHECK(mi.dtype() == DType::I64);
+  CHECK(mi.to_vector<int64_t>() == std::vector<int64_t>{7, 2, 7});
+  CHECK_THROWS_WITH(masked_fill(b, from_vector(std::vector<float>{1, 0, 1}), 0.0), Catch::Contains("masked_fill") && Catch::Contains("bool"));
+  CHECK_THROWS_WITH(masked_fill(b.detach().select(0, 0), from_vector(std::vector<bool>{true, false, true, true, false, true}, {2, 3}), 0.0),
+                    Catch::Contains("masked_fill") && Catch::Contains("[2, 3]"));
+}
