@@ -360,6 +360,8 @@ Tensor binary_cross_entropy(const Tensor& probs_arg, const Tensor& target_arg, R
   const Tensor &probs = in[0], &target_in = in[1];
   const char* op = "binary_cross_entropy";
   check_loss_pair(op, probs, target_in);
+  // PyTorch refuses integer and bool targets here ("Found dtype Long but expected Float").
+  MINIDL_CHECK(target_in.is_floating_point(), op, "expected a floating point target, got ", target_in.meta_str());
   check_same_shape(op, probs, target_in);
   if (probs.numel() > 0) {
     NoGradGuard ng;
@@ -394,6 +396,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits_arg, const Tensor& 
   const Tensor &logits = in[0], &target_in = in[1], &pos_weight_in = in[2];
   const char* op = "binary_cross_entropy_with_logits";
   check_loss_pair(op, logits, target_in);
+  // PyTorch refuses integer and bool targets here ("Found dtype Long but expected Float").
+  MINIDL_CHECK(target_in.is_floating_point(), op, "expected a floating point target, got ", target_in.meta_str());
   check_same_shape(op, logits, target_in);
   const Tensor x = logits;
   const Tensor y = cast(target_in, logits.dtype());

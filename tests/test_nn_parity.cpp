@@ -339,6 +339,11 @@ TEST_CASE("BCE weights and pos_weight must broadcast to the input's shape, not b
                     Contains("BCEWithLogitsLoss") && Contains("[2, 2]"));
   CHECK_THROWS_WITH(nn::functional::binary_cross_entropy_with_logits(x, t, Reduction::Mean, w22),
                     Contains("binary_cross_entropy_with_logits") && Contains("pos_weight"));
+  // Integer and bool targets are refused, as PyTorch's ("Found dtype Long but expected Float").
+  Tensor it = from_vector(std::vector<int64_t>{1, 0});
+  CHECK_THROWS_WITH(nn::functional::binary_cross_entropy(x, it), Contains("binary_cross_entropy") && Contains("i64"));
+  CHECK_THROWS_WITH(nn::functional::binary_cross_entropy_with_logits(x, cast(it, DType::Bool)),
+                    Contains("binary_cross_entropy_with_logits") && Contains("bool"));
   // A weight that broadcasts up to the input stays accepted: torch gives 0.5108256 * 2 / 2 +
   // 0.5108256 * 3 / 2 for weight [2, 3] here (-log(0.6) = -log(1 - 0.4) = 0.5108256).
   Tensor w2 = from_vector(std::vector<float>{2, 3});
