@@ -199,9 +199,34 @@ struct Parsed {
   Metadata metadata;
 };
 
+// Whether text is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF):
+// the reference reader refuses any other header (InvalidHeader).
+bool valid_utf8(const std::string& text) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned c = p[i];
+    size_t len;
+    unsigned lo = 0x80, hi = 0xBF;  // range of the second byte
+    if (c < 0x80) len = 1;
+    else if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    else return false;
+    if (i + len > n) return false;
+    for (size_t k = 1; k < len; ++k) {
+      const unsigned b = p[i + k];
+      if (k == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF)) return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
 // Validates the header against a data buffer of data_size bytes.
 Parsed parse_header(const std::string& json_text, uint64_t data_size, const std::string& what) {
   auto fail = [&](const std::string& problem) -> void { throw Error(detail::concat("safetensors: ", what, ": ", problem)); };
+  if (!valid_utf8(json_text)) fail("the header is not valid UTF-8");
   Json header;
   try {
     header = Json::parse(json_text, "header");
@@ -299,8 +324,12 @@ File build(const Parsed& parsed, Device device, const std::function<void(uint64_
   File f;
   f.metadata = parsed.metadata;
   for (const Entry& e : parsed.entries) {
-    Tensor t = empty(e.shape, TensorOptions(e.dtype));
+    // BOOL data is read as bytes and any nonzero byte becomes true, as PyTorch reads such a buffer
+    // (the format does not forbid bytes other than 0 and 1; a bool tensor must not hold them).
+    const bool as_bytes = e.dtype == DType::Bool;
+    Tensor t = empty(e.shape, TensorOptions(as_bytes ? DType::U8 : e.dtype));
     if (e.end > e.begin) read(e.begin, e.end - e.begin, t.raw_data());
+    if (as_bytes) t = t.to(DType::Bool);  // a cast: nonzero is true
     f.tensors.insert(e.name, device.is_cpu() ? t : t.to(device));
   }
   return f;

@@ -249,6 +249,19 @@ TEST_CASE("the reader accepts any valid layout the format allows", "[serialize][
   CHECK(f.metadata.at("k") == "v");
 }
 
+TEST_CASE("BOOL data bytes other than 0 and 1 read as true; UTF-8 names are kept", "[serialize][safetensors]") {
+  // PyTorch reads a bool buffer of bytes 00 02 01 as [False, True, True] (.long() is [0, 1, 1]).
+  auto f = safetensors::deserialize(file_of(R"({"a":{"dtype":"BOOL","shape":[3],"data_offsets":[0,3]}})", std::string("\x00\x02\x01", 3)));
+  Tensor a = f.tensors["a"];
+  CHECK(a.dtype() == DType::Bool);
+  CHECK(a.to(DType::I64).to_vector<int64_t>() == std::vector<int64_t>{0, 1, 1});
+  CHECK(sum(a).item_int() == 2);
+  // Well-formed multi-byte names (2, 3 and 4 bytes) pass the UTF-8 check.
+  const std::string name = "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80";
+  auto g = safetensors::deserialize(file_of("{\"" + name + R"(":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", f32_bytes({5})));
+  CHECK(g.tensors[name].to_vector<float>() == std::vector<float>{5});
+}
+
 TEST_CASE("corrupted and truncated files are rejected with the file and the problem named", "[serialize][safetensors]") {
   TempDir dir;
   const std::string path = dir.file("bad.safetensors");
@@ -294,6 +307,11 @@ TEST_CASE("corrupted and truncated files are rejected with the file and the prob
   expect_error(file_of(R"({"__metadata__":{"k":1}})"), "'__metadata__' entry 'k' must be a string, got integer");
   expect_error(file_of(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"extra":1}})", f32_bytes({1})),
                "unknown field 'extra'");
+  // The reference reader refuses a header that is not UTF-8 (InvalidHeader): a lone 0xFF, an
+  // overlong '/', a surrogate, a sequence cut short.
+  for (const std::string bad : {std::string("a\xff"), std::string("a\xc0\xaf"), std::string("a\xed\xa0\x80"), std::string("a\xe2\x82")})
+    expect_error(file_of("{\"" + bad + R"(":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", f32_bytes({1})),
+                 "the header is not valid UTF-8");
   CHECK_THROWS_WITH(safetensors::load_file(dir.file("missing.safetensors")),
                     Catch::Contains("cannot open") && Catch::Contains("missing.safetensors"));
 }
