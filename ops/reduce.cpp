@@ -45,6 +45,13 @@ Shape keep_shape(const Shape& in, const std::vector<int64_t>& dims) {
   return s;
 }
 
+// How many elements each result of a reduction over dims sums (1 for a 0-dim x).
+int64_t reduced_count(const Tensor& x, const std::vector<int64_t>& dims) {
+  int64_t count = 1;
+  for (int64_t d : dims) if (x.dim() > 0) count *= x.shape()[d];
+  return count;
+}
+
 Shape drop_shape(const Shape& in, const std::vector<int64_t>& dims) {
   Shape s;
   for (int64_t d = 0; d < static_cast<int64_t>(in.size()); ++d)
@@ -92,8 +99,7 @@ Tensor mean(const Tensor& x, std::vector<int64_t> dims_in, bool keepdim) {
   // f16/bf16: sum and divide in f32, round once (the sum alone may overflow, as PyTorch avoids).
   if (is_low_precision(x.dtype())) return cast(mean(cast(x, DType::F32), std::move(dims_in), keepdim), x.dtype());
   std::vector<int64_t> dims = normalize_dims(dims_in, x.dim(), "mean");
-  int64_t count = 1;
-  for (int64_t d : dims) if (x.dim() > 0) count *= x.shape()[d];
+  const int64_t count = reduced_count(x, dims);
   return div(sum(x, dims, keepdim), static_cast<double>(count));
 }
 
@@ -106,8 +112,7 @@ Tensor var(const Tensor& x, std::vector<int64_t> dims_in, int64_t correction, bo
   // f16/bf16: squares and their sum are computed in f32 (they overflow f16 long before the result).
   if (is_low_precision(x.dtype())) return cast(var(cast(x, DType::F32), std::move(dims_in), correction, keepdim), x.dtype());
   std::vector<int64_t> dims = normalize_dims(dims_in, x.dim(), "var");
-  int64_t count = 1;
-  for (int64_t d : dims) if (x.dim() > 0) count *= x.shape()[d];
+  const int64_t count = reduced_count(x, dims);
   Tensor centered = sub(x, mean(x, dims, true));
   Tensor ss = sum(mul(centered, centered), dims, keepdim);
   return div(ss, static_cast<double>(std::max<int64_t>(count - correction, 0)));
@@ -121,8 +126,7 @@ Tensor std(const Tensor& x, std::vector<int64_t> dims_in, int64_t correction, bo
   check_floating("std", x);
   if (is_low_precision(x.dtype())) return cast(std(cast(x, DType::F32), std::move(dims_in), correction, keepdim), x.dtype());
   std::vector<int64_t> dims = normalize_dims(dims_in, x.dim(), "std");
-  int64_t count = 1;
-  for (int64_t d : dims) if (x.dim() > 0) count *= x.shape()[d];
+  const int64_t count = reduced_count(x, dims);
   Tensor out;
   {
     NoGradGuard ng;
