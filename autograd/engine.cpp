@@ -102,7 +102,13 @@ void accumulate_into_leaf(const AccumulateGrad& acc, Tensor g, bool create_graph
   if (!impl || !g.defined()) return;
   for (auto& hook : impl->hooks) {
     Tensor r = hook(g);
-    if (r.defined()) g = r;
+    if (!r.defined()) continue;
+    // As PyTorch: a hook may replace the gradient, not change its shape or dtype.
+    MINIDL_CHECK(r.shape() == g.shape(), "register_hook", "a hook has changed the size of the gradient (from ",
+                 shape_str(g.shape()), " to ", shape_str(r.shape()), ")");
+    MINIDL_CHECK(r.dtype() == g.dtype(), "register_hook", "a hook has changed the type of the gradient (from ",
+                 dtype_name(g.dtype()), " to ", dtype_name(r.dtype()), ")");
+    g = r;
   }
   if (!impl->grad) {
     if (create_graph) {
@@ -286,6 +292,7 @@ void backward(const TensorList& roots, const TensorList& grad_roots, bool retain
 
 TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs,
                 bool retain_graph, bool create_graph, bool allow_unused) {
+  MINIDL_CHECK(!inputs.empty(), "grad", "grad requires non-empty inputs");
   std::vector<Edge> edges;
   for (size_t i = 0; i < inputs.size(); ++i) {
     MINIDL_CHECK(inputs[i].defined() && inputs[i].requires_grad(), "grad", "input ", i, " does not require grad");

@@ -32,6 +32,14 @@ inline void check_inplace(const char* op, const Tensor& t) {
                "); wrap the update in NoGradGuard");
 }
 
+// An in-place op records no graph, so a source that requires grad would lose its gradient silently
+// (PyTorch rebases the destination onto the graph instead; README: deliberate differences).
+inline void check_inplace_source(const char* op, const Tensor& source) {
+  MINIDL_CHECK(!(source.defined() && source.requires_grad() && GradMode::is_enabled()), op, "the source ",
+               source.meta_str(), " requires grad, but in-place ops record no gradient and it would be lost; use the "
+               "out-of-place op (e.g. y = add(y, w) for y.add_(w)), or NoGradGuard if no gradient is wanted");
+}
+
 // PyTorch's result type for a binary op: categories bool < integer < floating; dimensioned tensors
 // decide unless a 0-dim operand is of a higher category.
 DType result_type(const Tensor& a, const Tensor& b);

@@ -214,6 +214,8 @@ namespace minidl {
 
 // Tensor's graph methods live with the graph.
 void Tensor::retain_grad() {
+  MINIDL_CHECK(requires_grad(), "retain_grad", "can't retain_grad on a tensor that has requires_grad=false (",
+               meta_str(), ")");
   if (is_leaf()) return;  // leaves keep .grad anyway
   if (impl()->retains_grad) return;
   impl()->retains_grad = true;

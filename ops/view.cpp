@@ -350,6 +350,7 @@ const Tensor& Tensor::fill_(double value) const {
 const Tensor& Tensor::copy_(const Tensor& src) const {
   check_inplace("copy_", *this);
   check_defined(src, "copy_", "src");
+  check_inplace_source("copy_", src);
   // PyTorch's internal-overlap check: an expanded destination (stride 0 over a dim of size > 1)
   // would keep whichever write came last.
   for (int64_t d = 0; d < dim(); ++d)
@@ -366,6 +367,7 @@ const Tensor& Tensor::copy_(const Tensor& src) const {
 
 const Tensor& Tensor::add_(const Tensor& other, double alpha) const {
   check_inplace("add_", *this);
+  check_inplace_source("add_", other);
   check_same_device("add_", *this, other);
   check_inplace_result("add_", *this, result_type(*this, other));
   check_integer_alpha("add_", dtype(), alpha);
@@ -389,6 +391,7 @@ const Tensor& Tensor::mul_(double value) const {
 
 const Tensor& Tensor::mul_(const Tensor& other) const {
   check_inplace("mul_", *this);
+  check_inplace_source("mul_", other);
   check_same_device("mul_", *this, other);
   check_inplace_result("mul_", *this, result_type(*this, other));
   check_dense_destination("mul_", *this);

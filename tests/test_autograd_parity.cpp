@@ -164,3 +164,37 @@ TEST_CASE("an assigned .grad must match the tensor's dtype as well as its shape"
   CHECK_NOTHROW(x.set_grad(zeros({3})));
   CHECK_NOTHROW(x.set_grad(Tensor()));
 }
+
+TEST_CASE("misuse PyTorch refuses is refused: hooks changing a leaf gradient's size or type, retain_grad without grad, grad of no inputs", "[autograd][parity]") {
+  // PyTorch 1.13: "hook '<lambda>' has changed the size of value", "... the type of value",
+  // "can't retain_grad on Tensor that has requires_grad=False", "grad requires non-empty inputs."
+  Tensor x = zeros({2}).requires_grad_();
+  x.register_hook([](const Tensor&) { return ones({3}); });
+  CHECK_THROWS_WITH(sum(mul(x, 2.0)).backward(), Contains("hook") && Contains("size") && Contains("[3]"));
+  Tensor y = zeros({2}).requires_grad_();
+  y.register_hook([](const Tensor& g) { return cast(g, DType::F64); });
+  CHECK_THROWS_WITH(sum(mul(y, 2.0)).backward(), Contains("hook") && Contains("type") && Contains("f64"));
+  Tensor z = zeros({2}).requires_grad_();
+  z.register_hook([](const Tensor& g) { return mul(g, 10.0); });  // same size and type: taken
+  sum(mul(z, 2.0)).backward();
+  CHECK(z.grad().to_vector<float>() == std::vector<float>{20, 20});
+  CHECK_THROWS_WITH(zeros({2}).retain_grad(), Contains("retain_grad") && Contains("requires_grad=false"));
+  CHECK_THROWS_WITH(autograd::grad({sum(z)}, {}), Contains("grad") && Contains("non-empty inputs"));
+}
+
+TEST_CASE("copy_, add_ and mul_ of a source that requires grad are refused instead of losing its gradient", "[autograd][parity]") {
+  // PyTorch makes c part of the graph (w.grad = [5, 5] for sum(c * 5)); minidl records no graph for
+  // in-place ops, so it refuses rather than dropping w's gradient (README: deliberate differences).
+  Tensor w = ones({2}).requires_grad_();
+  Tensor c = zeros({2});
+  CHECK_THROWS_WITH(c.copy_(w), Contains("copy_") && Contains("requires grad") && Contains("lost"));
+  CHECK_THROWS_WITH(c.add_(w), Contains("add_") && Contains("requires grad"));
+  CHECK_THROWS_WITH(c.mul_(w), Contains("mul_") && Contains("requires grad"));
+  {
+    NoGradGuard ng;  // no gradient wanted: allowed
+    c.copy_(w);
+  }
+  CHECK(c.to_vector<float>() == std::vector<float>{1, 1});
+  c.add_(w.detach());
+  CHECK(c.to_vector<float>() == std::vector<float>{2, 2});
+}
