@@ -21,7 +21,8 @@ std::vector<const amp::OpPolicy*> ops_detail::activation_policies() { return {&k
 namespace ops_detail {
 Tensor unary_forward(UnaryOp op, const char* name, const Tensor& x_in, double p0 = 0, double p1 = 0);
 
-// grad_in = g * f'(saved), one kernel; differentiable in g (linear) and, through `d_saved`, in saved.
+// grad_in = g * f'(saved), one kernel; differentiable in g (linear) and, through `d_saved`, in saved
+// (no d_saved: f'' is 0).
 Tensor fused_backward(BinaryOp op, const char* name, const Tensor& g, const Tensor& saved, double scalar, double alpha,
                       std::function<Tensor(const Tensor& gg, const Tensor& g, const Tensor& saved)> d_saved) {
   Tensor out = new_empty_like(g.shape(), g.dtype(), g.device(), {&g, &saved});
@@ -29,7 +30,9 @@ Tensor fused_backward(BinaryOp op, const char* name, const Tensor& g, const Tens
   autograd::record(name, {g, saved}, {out}, {g, saved},
                    [op, name, scalar, alpha, d_saved](const TensorList& gg, const TensorList& s) {
                      Tensor dg = fused_backward(op, name, gg[0], s[1], scalar, alpha, d_saved);
-                     return TensorList{dg, d_saved ? d_saved(gg[0], s[0], s[1]) : Tensor()};
+                     // A piecewise-linear f (relu, leaky_relu) has f'' = 0: the gradient for saved is zeros, not
+                     // "unused", so grad(g . g, x) gives zeros as PyTorch's.
+                     return TensorList{dg, d_saved ? d_saved(gg[0], s[0], s[1]) : zeros_like(s[1])};
                    });
   return out;
 }

@@ -42,6 +42,10 @@ inline void check_inplace_source(const char* op, const Tensor& source) {
 
 // PyTorch's result type for a binary op: categories bool < integer < floating; dimensioned tensors
 // decide unless a 0-dim operand is of a higher category.
+// Fills a tensor that was just made, so nobody can hold a saved copy of it: its version stays 0, as
+// PyTorch's factories (zeros(2)._version is 0). The value is checked as fill_'s.
+void fill_new(const Tensor& fresh, double value, const char* op);
+
 DType result_type(const Tensor& a, const Tensor& b);
 // Result type of tensor-op-scalar: a float scalar lifts an integer/bool tensor to f32.
 DType result_type(const Tensor& a, double scalar);

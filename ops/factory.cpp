@@ -10,7 +10,7 @@ namespace minidl {
 Tensor full(const Shape& shape, double value, TensorOptions opts) {
   bool rg = opts.requires_grad_;
   Tensor t = empty(shape, opts.requires_grad(false));
-  t.fill_(value);
+  ops_detail::fill_new(t, value, "full");
   if (rg) t.requires_grad_(true);
   return t;
 }

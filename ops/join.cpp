@@ -22,47 +22,57 @@ Tensor cat(const std::vector<Tensor>& tensors_arg, int64_t dim) {
   MINIDL_CHECK(!tensors.empty(), "cat", "expected a non-empty list of tensors");
   // Legacy rule kept by PyTorch: 1-D empty tensors are skipped.
   // The result dtype counts every tensor, the skipped ones too (as torch.cat's result_type).
+  auto skipped = [](const Tensor& p) { return p.dim() == 1 && p.numel() == 0; };
   std::vector<Tensor> parts;
   DType t = tensors[0].defined() ? tensors[0].dtype() : DType::F32;
   for (const Tensor& p : tensors) {
     check_defined(p, "cat", "tensors");
     t = promote_types(t, p.dtype());
-    if (!(p.dim() == 1 && p.numel() == 0)) parts.push_back(p);
+    if (!skipped(p)) parts.push_back(p);
   }
-  if (parts.empty()) return new_empty({0}, t, tensors[0].device());
-  const Tensor& ref = parts[0];
-  MINIDL_CHECK(ref.dim() > 0, "cat", "zero-dimensional tensor (at position 0) cannot be concatenated");
-  dim = wrap_dim(dim, ref.dim(), "cat");
-  Shape shape = ref.shape();
-  shape[dim] = 0;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const Tensor& p = parts[i];
-    check_same_device("cat", ref, p);
-    MINIDL_CHECK(p.dim() == ref.dim(), "cat", "tensors must have the same number of dimensions: got ", ref.dim(),
-                 " and ", p.dim(), " (tensor ", i, ")");
-    for (int64_t d = 0; d < ref.dim(); ++d)
-      MINIDL_CHECK(d == dim || p.shape()[d] == ref.shape()[d], "cat", "sizes of tensors must match except in dimension ",
-                   dim, ": expected size ", ref.shape()[d], " but got size ", p.shape()[d], " for tensor ", i, " in dim ", d);
-    shape[dim] += p.shape()[dim];
-    t = promote_types(t, p.dtype());
-  }
-  Tensor out = new_empty(shape, t, ref.device());
-  Shape sizes;
-  {
+  Tensor out;
+  if (parts.empty()) {
+    out = new_empty({0}, t, tensors[0].device());
+  } else {
+    const Tensor& ref = parts[0];
+    MINIDL_CHECK(ref.dim() > 0, "cat", "zero-dimensional tensor (at position 0) cannot be concatenated");
+    dim = wrap_dim(dim, ref.dim(), "cat");
+    Shape shape = ref.shape();
+    shape[dim] = 0;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const Tensor& p = parts[i];
+      check_same_device("cat", ref, p);
+      MINIDL_CHECK(p.dim() == ref.dim(), "cat", "tensors must have the same number of dimensions: got ", ref.dim(),
+                   " and ", p.dim(), " (tensor ", i, ")");
+      for (int64_t d = 0; d < ref.dim(); ++d)
+        MINIDL_CHECK(d == dim || p.shape()[d] == ref.shape()[d], "cat",
+                     "sizes of tensors must match except in dimension ", dim, ": expected size ", ref.shape()[d],
+                     " but got size ", p.shape()[d], " for tensor ", i, " in dim ", d);
+      shape[dim] += p.shape()[dim];
+    }
+    out = new_empty(shape, t, ref.device());
     NoGradGuard ng;
     int64_t at = 0;
     for (const Tensor& p : parts) {
       out.narrow(dim, at, p.shape()[dim]).copy_(p.detach());
       at += p.shape()[dim];
-      sizes.push_back(p.shape()[dim]);
     }
   }
+  // Every input is recorded, a skipped empty one too: its gradient is empty, as PyTorch's.
   TensorList inputs;
-  for (const Tensor& p : parts) inputs.push_back(p.dtype() == t ? p : cast(p, t));
+  std::vector<int64_t> sizes;  // each input's extent along dim; -1 for a skipped one
+  for (const Tensor& p : tensors) {
+    inputs.push_back(p.dtype() == t ? p : cast(p, t));
+    sizes.push_back(skipped(p) ? -1 : p.shape()[dim]);
+  }
   autograd::record("CatBackward", inputs, {out}, {}, [dim, sizes](const TensorList& g, const TensorList&) {
     TensorList grads;
     int64_t at = 0;
     for (int64_t s : sizes) {
+      if (s < 0) {
+        grads.push_back(new_empty({0}, g[0].dtype(), g[0].device()));
+        continue;
+      }
       grads.push_back(g[0].narrow(dim, at, s));
       at += s;
     }

@@ -191,11 +191,14 @@ std::shared_ptr<FunctionNode> record(const char* op_name, const TensorList& inpu
     node->input_meta.push_back(meta_of(in));
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
+    node->output_meta.push_back(meta_of(outputs[i]));
+    // An integer or bool output (a custom function's argmax, say) is not differentiable: it stays
+    // a leaf without requires_grad, as PyTorch's; its gradient slot reaches backward as zeros.
+    if (!is_floating(outputs[i].dtype())) continue;
     TensorImpl* o = outputs[i].impl();
     o->grad_fn = node;
     o->output_nr = static_cast<uint32_t>(i);
     o->requires_grad = true;
-    node->output_meta.push_back(meta_of(outputs[i]));
   }
   node->saved.reserve(saved.size());
   for (auto& s : saved) node->saved.emplace_back(s.tensor, s.is_output);

@@ -339,10 +339,14 @@ void check_fill_value(const char* op, double v, DType t) {
 }
 }  // namespace
 
+void ops_detail::fill_new(const Tensor& fresh, double value, const char* op) {
+  check_fill_value(op, value, fresh.dtype());
+  K().fill.get(fresh.device(), fresh.dtype())(fresh, value);
+}
+
 const Tensor& Tensor::fill_(double value) const {
   check_inplace("fill_", *this);
-  check_fill_value("fill_", value, dtype());
-  K().fill.get(device(), dtype())(*this, value);
+  fill_new(*this, value, "fill_");
   bump_version();
   return *this;
 }

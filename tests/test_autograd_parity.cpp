@@ -8,6 +8,7 @@
 
 using namespace minidl;
 using Catch::Contains;
+using autograd::TensorList;
 
 TEST_CASE("leaf gradients accumulate across separate backward calls until reset", "[autograd][parity]") {
   Tensor x = from_vector<double>({1.0, -2.0}).requires_grad_();
@@ -197,4 +198,83 @@ TEST_CASE("copy_, add_ and mul_ of a source that requires grad are refused inste
   CHECK(c.to_vector<float>() == std::vector<float>{1, 1});
   c.add_(w.detach());
   CHECK(c.to_vector<float>() == std::vector<float>{2, 2});
+}
+
+TEST_CASE("a new tensor from a factory is at version 0, as PyTorch's", "[autograd][parity]") {
+  // torch.zeros(2)._version, torch.ones(2)._version, torch.full(...)._version, zeros_like(...)._version: 0
+  CHECK(zeros({2}).version() == 0);
+  CHECK(ones({2}).version() == 0);
+  CHECK(full({2}, 3.0).version() == 0);
+  CHECK(zeros_like(ones({3})).version() == 0);
+  Tensor z = zeros({2});
+  z.fill_(1.0);  // an in-place write still counts
+  CHECK(z.version() == 1);
+  CHECK_THROWS_WITH(full({1}, 300.0, DType::U8), Contains("full: value 300 cannot be converted to u8 without overflow"));
+}
+
+TEST_CASE("a custom function's integer and bool outputs are not differentiable", "[autograd][parity]") {
+  // class F(Function): forward(ctx, a) returns (a * 2, a.argmax(), a > 0); backward gets zeros for the last two.
+  Tensor a = from_vector<float>({1, 3, -2}).requires_grad_();
+  TensorList seen;
+  auto outs = autograd::apply_function(
+      "IntOut", {a},
+      [](autograd::FunctionCtx&, const TensorList& in) -> TensorList { return {mul(in[0], 2.0), argmax(in[0]), gt(in[0], 0.0)}; },
+      [&seen](autograd::FunctionCtx&, const TensorList& g) -> TensorList {
+        seen = g;
+        return {mul(g[0], 2.0)};
+      });
+  CHECK(outs[0].requires_grad());
+  CHECK_FALSE(outs[1].requires_grad());
+  CHECK(outs[1].is_leaf());
+  CHECK_FALSE(outs[2].requires_grad());
+  CHECK(outs[2].is_leaf());
+  outs[0].sum().backward();
+  CHECK(a.grad().to_vector<float>() == std::vector<float>{2, 2, 2});
+  REQUIRE(seen.size() == 3);
+  CHECK(seen[1].dtype() == DType::I64);
+  CHECK(seen[1].item() == 0);
+  CHECK(seen[2].dtype() == DType::Bool);
+}
+
+TEST_CASE("a skipped empty input of cat gets an empty gradient", "[autograd][parity]") {
+  // a = torch.zeros(0, requires_grad=True); b = torch.tensor([1., 2], requires_grad=True)
+  // (torch.cat([a, b]) * 3).sum().backward(); a.grad -> tensor([]), b.grad -> [3., 3.]
+  Tensor a = zeros({0}).requires_grad_();
+  Tensor b = from_vector<float>({1, 2}).requires_grad_();
+  mul(cat({a, b}), 3.0).sum().backward();
+  REQUIRE(a.grad().defined());
+  CHECK(a.grad().shape() == Shape{0});
+  CHECK(b.grad().to_vector<float>() == std::vector<float>{3, 3});
+  // Every input empty: the (empty) result still requires grad and both get empty gradients, and a
+  // skipped f64 input beside an f32 one gets its own dtype back.
+  Tensor c = zeros({0}, DType::F64).requires_grad_();
+  Tensor d = zeros({0}).requires_grad_();
+  Tensor e = cat({c, d});
+  CHECK(e.requires_grad());
+  CHECK(e.dtype() == DType::F64);
+  e.sum().backward();
+  CHECK(c.grad().shape() == Shape{0});
+  CHECK(d.grad().shape() == Shape{0});
+  CHECK(d.grad().dtype() == DType::F32);
+  // Along dim 1 of a 2-D tensor, beside a 1-D empty one.
+  Tensor m = from_vector<float>({1, 2, 3, 4}).reshape({2, 2}).requires_grad_();
+  Tensor f = zeros({0}).requires_grad_();
+  mul(cat({f, m}, 1), from_vector<float>({1, 2, 3, 4}).reshape({2, 2})).sum().backward();
+  CHECK(m.grad().to_vector<float>() == std::vector<float>{1, 2, 3, 4});
+  CHECK(f.grad().shape() == Shape{0});
+}
+
+TEST_CASE("double backward through relu and leaky_relu gives zeros for the input", "[autograd][parity]") {
+  // g, = torch.autograd.grad((x.relu() * w).sum(), x, create_graph=True)
+  // torch.autograd.grad((g * g).sum(), x) -> (tensor([0., 0., 0.]),)
+  for (int leaky = 0; leaky < 2; ++leaky) {
+    Tensor x = from_vector<float>({-1, 2, 3}).requires_grad_();
+    Tensor w = from_vector<float>({1, 2, 3});
+    Tensor y = leaky ? leaky_relu(x, 0.1) : relu(x);
+    auto g = autograd::grad({mul(y, w).sum()}, {x}, {}, false, true);
+    REQUIRE(g[0].requires_grad());
+    auto gg = autograd::grad({mul(g[0], g[0]).sum()}, {x});
+    REQUIRE(gg[0].defined());
+    CHECK(gg[0].to_vector<float>() == std::vector<float>{0, 0, 0});
+  }
 }
