@@ -95,21 +95,24 @@ std::unordered_set<Node*> ancestors_of(const std::vector<Edge>& roots, const std
 
 void accumulate(Tensor& slot, const Tensor& g) { slot = slot.defined() ? add(slot, g) : g; }
 
+// Runs a tensor hook: as PyTorch's, a hook may replace the gradient (an undefined result keeps it),
+// not change its shape or dtype.
+Tensor run_hook(const GradHook& hook, const Tensor& g) {
+  Tensor r = hook(g);
+  if (!r.defined()) return g;
+  MINIDL_CHECK(r.shape() == g.shape(), "register_hook", "a hook has changed the size of the gradient (from ",
+               shape_str(g.shape()), " to ", shape_str(r.shape()), ")");
+  MINIDL_CHECK(r.dtype() == g.dtype(), "register_hook", "a hook has changed the type of the gradient (from ",
+               dtype_name(g.dtype()), " to ", dtype_name(r.dtype()), ")");
+  return r;
+}
+
 // A leaf's AccumulateGrad: runs the leaf's hooks, adds into its .grad, then runs its
 // post-accumulate-grad hooks (on a copy of the list: a hook may remove itself).
 void accumulate_into_leaf(const AccumulateGrad& acc, Tensor g, bool create_graph) {
   std::shared_ptr<TensorImpl> impl = acc.leaf.lock();
   if (!impl || !g.defined()) return;
-  for (auto& hook : impl->hooks) {
-    Tensor r = hook(g);
-    if (!r.defined()) continue;
-    // As PyTorch: a hook may replace the gradient, not change its shape or dtype.
-    MINIDL_CHECK(r.shape() == g.shape(), "register_hook", "a hook has changed the size of the gradient (from ",
-                 shape_str(g.shape()), " to ", shape_str(r.shape()), ")");
-    MINIDL_CHECK(r.dtype() == g.dtype(), "register_hook", "a hook has changed the type of the gradient (from ",
-                 dtype_name(g.dtype()), " to ", dtype_name(r.dtype()), ")");
-    g = r;
-  }
+  for (auto& hook : impl->hooks) g = run_hook(hook, g);
   if (!impl->grad) {
     if (create_graph) {
       impl->grad = g.impl_ptr();
@@ -147,8 +150,11 @@ void retain_grads(const Node& node, const TensorList& grads) {
 
 // Checks a node's returned gradient against the forward input it belongs to, converting dtype
 // (a Cast node's input may be f32 while the gradient arrives in f16) and naming the node on error.
+// A gradient of a shape the input broadcasts to (a custom function's [1, 2] for a [2] input) is
+// summed back to the input's shape, as PyTorch's validate_outputs (is_expandable_to, then sum_to).
 Tensor validate(const Node& node, size_t i, Tensor g) {
   const TensorMeta& m = node.input_meta[i];
+  if (g.shape() != m.shape && expandable_to(m.shape, g.shape())) g = sum_to(g, m.shape);
   MINIDL_CHECK(g.shape() == m.shape, node.name(), "returned a gradient of shape ", shape_str(g.shape()),
                " for input ", i, ", expected ", shape_str(m.shape));
   if (g.dtype() != m.dtype) g = cast(g, m.dtype);
@@ -223,10 +229,7 @@ void run(const TensorList& roots, const TensorList& grad_roots, bool retain_grap
     bool any = false;
     for (const Tensor& g : grads) any = any || g.defined();
     for (auto& [nr, hook] : node->pre_hooks)
-      if (grads[nr].defined()) {
-        Tensor r = hook(grads[nr]);
-        if (r.defined()) grads[nr] = r;
-      }
+      if (grads[nr].defined()) grads[nr] = run_hook(hook, grads[nr]);
     retain_grads(*node, grads);
     if (capture_edges)
       for (size_t c = 0; c < capture_edges->size(); ++c)
@@ -237,10 +240,7 @@ void run(const TensorList& roots, const TensorList& grad_roots, bool retain_grap
           // (PyTorch runs an input's tensor hooks before capturing its gradient).
           if (auto* acc = dynamic_cast<AccumulateGrad*>(node.get()))
             if (auto leaf = acc->leaf.lock())
-              for (auto& hook : leaf->hooks) {
-                Tensor r = hook(g);
-                if (r.defined()) g = r;
-              }
+              for (auto& hook : leaf->hooks) g = run_hook(hook, g);
           accumulate((*captured)[c], g);
         }
 

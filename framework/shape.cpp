@@ -89,6 +89,14 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   return out;
 }
 
+bool expandable_to(const Shape& shape, const Shape& target) {
+  if (shape.size() > target.size()) return false;
+  const size_t lead = target.size() - shape.size();
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] != target[lead + i] && shape[i] != 1) return false;
+  return true;
+}
+
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
   int64_t n = std::max<int64_t>(ndim, 1);
   MINIDL_CHECK(dim >= -n && dim < n, op, "dim ", dim, " out of range for a tensor of ", ndim,

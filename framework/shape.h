@@ -29,6 +29,8 @@ bool is_dense_in(const Shape& shape, const Shape& strides, MemoryFormat f);
 std::string shape_str(const Shape& shape);  // "[2, 3]"
 // PyTorch broadcasting: align trailing dims; each pair must be equal or one of them 1.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+// Whether `shape` broadcasts to exactly `target` (PyTorch's is_expandable_to).
+bool expandable_to(const Shape& shape, const Shape& target);
 // Wraps a possibly negative dim into [0, ndim); throws naming op when out of range.
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
 

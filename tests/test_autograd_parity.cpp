@@ -278,3 +278,35 @@ TEST_CASE("double backward through relu and leaky_relu gives zeros for the input
     CHECK(gg[0].to_vector<float>() == std::vector<float>{0, 0, 0});
   }
 }
+
+TEST_CASE("a non-leaf hook and an input's hook under grad() may not change the gradient's size or type either", "[autograd][parity]") {
+  // h = x * 2; h.register_hook(lambda g: torch.ones(1, 2)); (h * 3).sum().backward()
+  // -> "hook '<lambda>' has changed the size of value"; a dtype change -> "... the type of value".
+  Tensor x = from_vector<float>({1, 2}).requires_grad_();
+  Tensor h = mul(x, 2.0);
+  h.register_hook([](const Tensor&) { return ones({1, 2}); });
+  CHECK_THROWS_WITH(mul(h, 3.0).sum().backward(), Contains("register_hook") && Contains("size") && Contains("[1, 2]"));
+  Tensor k = mul(x, 2.0);
+  k.register_hook([](const Tensor& g) { return cast(g, DType::F64); });
+  CHECK_THROWS_WITH(mul(k, 3.0).sum().backward(), Contains("register_hook") && Contains("type"));
+  Tensor w = from_vector<float>({1, 2}).requires_grad_();
+  w.register_hook([](const Tensor&) { return ones({3}); });
+  CHECK_THROWS_WITH(autograd::grad({mul(w, 2.0).sum()}, {w}), Contains("register_hook") && Contains("size"));
+}
+
+TEST_CASE("a custom function's gradient of a shape its input broadcasts to is summed back", "[autograd][parity]") {
+  // class BcastShape(Function): backward returns g.expand(2, 2) (or g.unsqueeze(0)) for a [2] input:
+  // PyTorch's validate_outputs sums it to [2] (is_expandable_to + sum_to); a [3] gradient is an error.
+  Tensor a = from_vector<float>({1, 2}).requires_grad_();
+  auto fwd = [](autograd::FunctionCtx&, const TensorList& in) -> TensorList { return {mul(in[0], 2.0)}; };
+  auto out = autograd::apply_function("BcastShape", {a}, fwd, [](autograd::FunctionCtx&, const TensorList& g) -> TensorList {
+    return {g[0].unsqueeze(0).expand({3, 2})};
+  });
+  mul(out[0], from_vector<float>({1, 10})).sum().backward();
+  CHECK(a.grad().to_vector<float>() == std::vector<float>{3, 30});
+  Tensor b = from_vector<float>({1, 2}).requires_grad_();
+  auto bad = autograd::apply_function("WrongShape", {b}, fwd, [](autograd::FunctionCtx&, const TensorList&) -> TensorList {
+    return {ones({3})};
+  });
+  CHECK_THROWS_WITH(bad[0].sum().backward(), Contains("WrongShape") && Contains("shape [3]") && Contains("expected [2]"));
+}
