@@ -26,6 +26,8 @@
 // GradScaler on the GPU). Without a usable GPU it says so and exits with status 2.
 #include <omp.h>
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -213,36 +215,11 @@ int os_threads() {
   return n;
 }
 
-// A mode's positional arguments (after the mode's name) and its one flag, --device cpu|cuda[:N].
+// A mode's values and the one flag the modes share, --device cpu|cuda[:N] (read in main by CLI11).
 struct Args {
   std::vector<std::string> pos;
   Device device = Device::cpu();
 };
-
-// False (having said why) on an unknown or malformed flag.
-bool parse_args(int argc, char** argv, Args& a) {
-  for (int i = 2; i < argc; ++i) {
-    const std::string s = argv[i];
-    if (s == "--device") {
-      if (i + 1 == argc) {
-        std::fprintf(stderr, "minidl-bench-step: --device needs a value (cpu or cuda)\n");
-        return false;
-      }
-      try {
-        a.device = Device::parse(argv[++i]);
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "minidl-bench-step: --device %s: %s\n", argv[i], e.what());
-        return false;
-      }
-    } else if (s.size() > 2 && s.compare(0, 2, "--") == 0) {
-      std::fprintf(stderr, "minidl-bench-step: unknown flag %s (the modes take only --device)\n", s.c_str());
-      return false;
-    } else {
-      a.pos.push_back(s);
-    }
-  }
-  return true;
-}
 
 // --device cuda needs a usable GPU; there is no silent fall-back to the CPU.
 bool device_usable(Device d) {
@@ -302,9 +279,7 @@ void print_result(const ModelSpec& spec, const std::string& prec, Device dev, do
 // --one MODEL PRECISION STEPS REPS [BATCH] [--device D]: one workload, one JSON line (bench/compare/
 // runs one process per workload so that each gets its own peak RSS and time to the first step).
 // With MINIDL_BENCH_SAMPLE=FILE set, a host profile of the timed steps goes to FILE.
-int run_one(int argc, char** argv) {
-  Args a;
-  if (!parse_args(argc, argv, a)) return 2;
+int run_one(const Args& a) {
   if (a.pos.size() != 4 && a.pos.size() != 5) {
     std::fprintf(stderr, "usage: minidl-bench-step --one MODEL f32|bf16|fp16 STEPS REPS [BATCH] [--device cpu|cuda]\n");
     return 2;
@@ -346,9 +321,7 @@ int run_one(int argc, char** argv) {
 // one after the other in this process (workload-major), one JSON line each. Per workload: one step
 // (first_step_s), two warm-up steps, three more timed to size the repetitions, then REPS repetitions
 // of max(3, SECONDS / that step time) steps. bench/compare/torch_models.py --suite does the same.
-int run_suite(int argc, char** argv) {
-  Args a;
-  if (!parse_args(argc, argv, a)) return 2;
+int run_suite(const Args& a) {
   const char* usage = "usage: minidl-bench-step --suite MODEL:BATCH[,...] f32|bf16|fp16[,...] SECONDS REPS [--device cpu|cuda]\n";
   if (a.pos.size() != 4) {
     std::fprintf(stderr, "%s", usage);
@@ -428,9 +401,7 @@ const ConvShape kResNet20Convs[] = {
 // per layout, five timed to size the repetitions, then REPS repetitions alternating the layouts.
 // One JSON line per shape and layout: ms per forward + backward, per repetition, the ms until the
 // passes were queued (host_ms), and the layout of the output conv2d returned.
-int run_conv_layout(int argc, char** argv) {
-  Args a;
-  if (!parse_args(argc, argv, a)) return 2;
+int run_conv_layout(const Args& a) {
   if (a.pos.size() < 2 || a.pos.size() > 4) {
     std::fprintf(stderr, "usage: minidl-bench-step --conv-layout SECONDS REPS [BATCH=128 [f16|bf16|f32]] [--device cpu|cuda]\n");
     return 2;
@@ -512,17 +483,51 @@ int run_conv_layout(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string mode = argc > 1 ? argv[1] : "";
+  // Flags by CLI11 (Debian's libcli11-dev, as minidl-train): a mode's values follow its flag, and
+  // the positional REPS MODELS are the default mode's.
+  CLI::App app{"minidl-bench-step: samples/s of the zoo's training steps (bench/README.md)"};
+  std::vector<std::string> one, suite, conv_layout, positional;
+  std::string device = "cpu";
+  auto* one_opt = app.add_option("--one", one, "MODEL f32|bf16|fp16 STEPS REPS [BATCH]: one workload, one JSON line")
+                      ->expected(4, 5);
+  auto* suite_opt = app.add_option("--suite", suite, "MODEL:BATCH[,...] f32|bf16|fp16[,...] SECONDS REPS: every workload")
+                        ->expected(4);
+  auto* conv_opt = app.add_option("--conv-layout", conv_layout, "SECONDS REPS [BATCH=128 [f16|bf16|f32]]: conv2d NCHW "
+                                  "against channels-last")->expected(2, 4);
+  one_opt->excludes(suite_opt)->excludes(conv_opt);
+  suite_opt->excludes(conv_opt);
+  app.add_option("--device", device, "cpu or cuda[:N] (the --one, --suite and --conv-layout modes)");
+  app.add_option("reps_and_models", positional, "REPS [mlp,lenet,cnn,resnet20]: the table of every model")->expected(0, 2);
+  CLI11_PARSE(app, argc, argv);
+
+  Args args;
   try {
-    if (mode == "--one") return run_one(argc, argv);
-    if (mode == "--suite") return run_suite(argc, argv);
-    if (mode == "--conv-layout") return run_conv_layout(argc, argv);
+    args.device = Device::parse(device);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "minidl-bench-step %s: %s\n", mode.c_str(), e.what());
-    return 1;
+    std::fprintf(stderr, "minidl-bench-step: --device %s: %s\n", device.c_str(), e.what());
+    return 2;
   }
-  const int reps = argc > 1 ? std::atoi(argv[1]) : 5;
-  const std::string which = argc > 2 ? argv[2] : "mlp,lenet,cnn,resnet20";
+  const char* mode = !one.empty() ? "--one" : !suite.empty() ? "--suite" : !conv_layout.empty() ? "--conv-layout" : "";
+  if (*mode) {
+    if (!positional.empty()) {
+      std::fprintf(stderr, "minidl-bench-step %s: unexpected argument '%s'\n", mode, positional[0].c_str());
+      return 2;
+    }
+    try {
+      if (!one.empty()) return run_one({one, args.device});
+      if (!suite.empty()) return run_suite({suite, args.device});
+      return run_conv_layout({conv_layout, args.device});
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "minidl-bench-step %s: %s\n", mode, e.what());
+      return 1;
+    }
+  }
+  if (!args.device.is_cpu()) {
+    std::fprintf(stderr, "minidl-bench-step: the table of every model runs on the CPU; --device is for --one, --suite and --conv-layout\n");
+    return 2;
+  }
+  const int reps = !positional.empty() ? std::atoi(positional[0].c_str()) : 5;
+  const std::string which = positional.size() > 1 ? positional[1] : "mlp,lenet,cnn,resnet20";
   auto env = [](const char* v) { return std::getenv(v) ? std::getenv(v) : "(unset)"; };
   std::printf("minidl-bench-step: training steps, SGD momentum; threads %d; MINIDL_SPIN_US=%s OMP_WAIT_POLICY=%s; "
               "medians of %d interleaved reps; 'vs f32' is the same model's f32 row, 'vs PyTorch' its f32 samples/s here\n",
