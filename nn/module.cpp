@@ -283,11 +283,21 @@ void Module::to(Device device) {
   convert_all(*this, [&](const Tensor& t) { return t.to(device); });
 }
 
+namespace {
+// As PyTorch's "nn.Module.to only accepts floating point or complex dtypes": an integer module
+// would hold parameters that require grad but cannot have one, truncated to integers.
+void check_module_dtype(DType dtype) {
+  MINIDL_CHECK(is_floating(dtype), "Module::to", "only floating point dtypes are accepted, got ", dtype_name(dtype));
+}
+}  // namespace
+
 void Module::to(DType dtype) {
+  check_module_dtype(dtype);
   convert_all(*this, [&](const Tensor& t) { return t.is_floating_point() ? t.to(dtype) : t; });
 }
 
 void Module::to(Device device, DType dtype) {
+  check_module_dtype(dtype);
   convert_all(*this, [&](const Tensor& t) { return (t.is_floating_point() ? t.to(dtype) : t).to(device); });
 }
 

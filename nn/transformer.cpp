@@ -10,9 +10,10 @@
 namespace minidl::nn {
 
 namespace {
-// A torch.nn-style mask (bool: true = blocked; float: added) as an additive float mask of dtype.
+// A torch.nn-style mask (bool: true = blocked; float: added) as an additive float mask of dtype (a
+// float mask of another dtype is converted: an f64 mask on an f32 module gives f32, as PyTorch 1.13).
 Tensor additive(const Tensor& mask, DType dtype) {
-  if (mask.dtype() != DType::Bool) return mask;
+  if (mask.dtype() != DType::Bool) return mask.is_floating_point() ? mask.to(dtype) : mask;
   Tensor neg_inf = full({}, -std::numeric_limits<double>::infinity(), TensorOptions(dtype).device(mask.device()));
   return where(mask, neg_inf, zeros({}, TensorOptions(dtype).device(mask.device())));
 }
@@ -88,7 +89,9 @@ Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const
   }
   if (m.key_padding_mask.defined()) {
     const Tensor& p = m.key_padding_mask;
-    MINIDL_CHECK(p.numel() == N * S && p.size(-1) == S, op, "key_padding_mask must be [", N, ", ", S, "], got ", p.meta_str());
+    // [N, S], or [S] for an unbatched query (PyTorch refuses any other rank).
+    MINIDL_CHECK(p.dim() == (unbatched ? 1 : 2) && p.numel() == N * S && p.size(-1) == S, op, "key_padding_mask must be ",
+                 unbatched ? detail::concat("[", S, "]") : detail::concat("[", N, ", ", S, "]"), ", got ", p.meta_str());
     add_mask(p.reshape({N, 1, 1, S}));
   }
   AttentionOptions ao;

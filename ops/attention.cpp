@@ -52,6 +52,9 @@ Tensor apply_mask(const char* op, const Tensor& scores, const Tensor& mask) {
     return where(mask, scores, neg_inf);
   }
   MINIDL_CHECK(mask.is_floating_point(), op, "attn_mask must be a bool or floating tensor, got ", mask.meta_str());
+  // As PyTorch 2.x's "Expected attn_mask dtype to be bool or float or to match query dtype".
+  MINIDL_CHECK(mask.dtype() == scores.dtype(), op, "a floating attn_mask must have the query's dtype ",
+               dtype_name(scores.dtype()), ", got ", mask.meta_str());
   return add(scores, mask);
 }
 }  // namespace

@@ -233,6 +233,7 @@ Tensor conv1d(const Tensor& x_arg, const Tensor& w_arg, const Tensor& b_arg, int
   MINIDL_CHECK(x.dim() == 2 || x.dim() == 3, op, "expected 2-D (unbatched) or 3-D (batched) input, but got input of size ",
                size_str(x));
   MINIDL_CHECK(w.dim() == 3, op, "expected a 3-D weight [out, in/groups, k], but got weight of size ", size_str(w));
+  check_floating(op, x);  // here, so that the message shows the input as passed, not with its unit height
   const ConvNaming naming{op, true};
   return conv2d_impl(naming, x.unsqueeze(-2), w.unsqueeze(2), b, {1, stride}, {0, padding}, {0, padding}, {1, dilation}, groups)
       .squeeze(-2);

@@ -105,6 +105,17 @@ TEST_CASE("registration rejects bad and duplicate names and non-leaf parameters"
   CHECK(m.register_parameter("t", t).is_same(t));
 }
 
+TEST_CASE("a module moves only to floating dtypes", "[nn][module]") {
+  // nn.Linear(2, 2).to(torch.int64): "nn.Module.to only accepts floating point or complex dtypes"
+  nn::Linear l(2, 2);
+  using Catch::Contains;
+  CHECK_THROWS_WITH(l.to(DType::I64), Contains("Module::to") && Contains("floating") && Contains("i64"));
+  CHECK_THROWS_WITH(l.to(Device::cpu(), DType::Bool), Contains("Module::to") && Contains("bool"));
+  CHECK(l.weight.dtype() == DType::F32);  // untouched by the refused moves
+  l.to(DType::F64);
+  CHECK(l.weight.dtype() == DType::F64);
+}
+
 TEST_CASE("a parameter shared by two modules is listed once, the state dict names both", "[nn][module]") {
   struct Holder : nn::Module {};
   auto shared = std::make_shared<nn::Linear>(3, 3);

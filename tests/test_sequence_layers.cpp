@@ -182,6 +182,8 @@ TEST_CASE("conv1d matches a direct f64 convolution (stride, padding, dilation, g
   }
   CHECK_THROWS_WITH(conv1d(rnd({2, 4, 4, 4}, 1), rnd({4, 4, 3}, 2)), Contains("conv1d") && Contains("[2, 4, 4, 4]"));
   CHECK_THROWS_WITH(conv1d(rnd({2, 4, 9}, 1), rnd({4, 4, 3, 3}, 2)), Contains("conv1d") && Contains("3-D weight"));
+  CHECK_THROWS_WITH(conv1d(rnd({1, 4, 3}, 1, DType::I64), rnd({4, 4, 3}, 2)),
+                    Contains("conv1d") && Contains("floating") && Contains("i64[1, 4, 3]"));
   // Under CPU autocast it runs in bf16 and the weight gets an f32 gradient.
   nn::Conv1d layer(nn::Conv1dOptions(4, 6, 3).padding(1));
   CHECK(layer.weight.shape() == Shape{6, 4, 3});
@@ -318,6 +320,24 @@ TEST_CASE("MultiheadAttention: PyTorch's names, the per-head computation, batch_
   explicit_mask.attn_mask = from_vector<bool>({false, true, true, false, false, true, false, false, false}, {L, L});
   CHECK(max_abs_diff(mha.forward(x, x, x, causal), mha.forward(x, x, x, explicit_mask)) < 1e-12);
   CHECK_THROWS_WITH(nn::MultiheadAttention(nn::MultiheadAttentionOptions(6, 4)), Contains("divisible"));
+  // As PyTorch: a key_padding_mask of another rank is refused ("expected key_padding_mask to be None
+  // or 2-D"), and a float attn_mask of another dtype is converted to the module's (1.13 returns f32
+  // for an f64 mask on an f32 module; here an f32 mask on the f64 module).
+  nn::AttentionMasks pad3;
+  pad3.key_padding_mask = pad.reshape({N, 1, L + 1});
+  CHECK_THROWS_WITH(mha.forward(x, kv, kv, pad3), Contains("key_padding_mask must be [2, 4]") && Contains("[2, 1, 4]"));
+  nn::AttentionMasks narrow_mask, wide_mask;
+  narrow_mask.attn_mask = rnd({L, L}, 64, DType::F32);
+  wide_mask.attn_mask = narrow_mask.attn_mask.to(DType::F64);
+  Tensor with_narrow = mha.forward(x, x, x, narrow_mask);
+  CHECK(with_narrow.dtype() == DType::F64);
+  CHECK(max_abs_diff(with_narrow, mha.forward(x, x, x, wide_mask)) < 1e-12);
+  // scaled_dot_product_attention itself wants the query's dtype (PyTorch 2.x's check).
+  AttentionOptions sdpa_mask;
+  sdpa_mask.attn_mask = narrow_mask.attn_mask;
+  Tensor q4 = rnd({1, 1, L, hd}, 65);
+  CHECK_THROWS_WITH(scaled_dot_product_attention(q4, q4, q4, sdpa_mask),
+                    Contains("scaled_dot_product_attention") && Contains("attn_mask must have the query's dtype f64"));
 }
 
 TEST_CASE("TransformerEncoderLayer: PyTorch's submodule names, post- and pre-norm wiring, autocast", "[sequence][nn][attention]") {
