@@ -259,6 +259,11 @@ void Module::train(bool on) {
   for (auto& [n, c] : children_) c->train(on);
 }
 
+Module& Module::requires_grad_(bool requires_grad) {
+  for (Tensor p : parameters()) p.requires_grad_(requires_grad);
+  return *this;
+}
+
 // ---------------------------------------------------------------- device / dtype
 
 namespace {

@@ -141,6 +141,10 @@ class Module : public std::enable_shared_from_this<Module> {
   void to(DType dtype);
   void to(Device device, DType dtype);
 
+  // Sets requires_grad on every parameter, recursively (torch's module.requires_grad_(False) freezes
+  // a module: its parameters get no gradient and optimizers skip them). Returns this module.
+  Module& requires_grad_(bool requires_grad = true);
+
   // Clears parameter gradients: undefined (set_to_none) or zero-filled.
   void zero_grad(bool set_to_none = true);
 

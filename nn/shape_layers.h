@@ -1,4 +1,4 @@
-// Layers that only reshape or pass data through: Flatten and Identity.
+// Layers that only reshape or pass data through: Flatten, Unflatten and Identity.
 #pragma once
 #include "nn/module.h"
 
@@ -21,6 +21,19 @@ class Flatten : public Layer {
   ModulePtr clone_structure() const override { return std::make_shared<Flatten>(options); }
   std::string describe() const override;  // "Flatten(start_dim=1, end_dim=-1)"
   FlattenOptions options;
+};
+
+// Unflatten(dim, sizes): dim becomes the given sizes (one may be -1), as torch.nn.Unflatten:
+// [B, 784] -> [B, 1, 28, 28] with Unflatten(1, {1, 28, 28}).
+class Unflatten : public Layer {
+ public:
+  Unflatten(int64_t dim, Shape sizes);
+  Tensor forward(const Tensor& input) override;
+  std::string type_name() const override { return "Unflatten"; }
+  ModulePtr clone_structure() const override { return std::make_shared<Unflatten>(dim, sizes); }
+  std::string describe() const override;  // "Unflatten(dim=1, unflattened_size=[1, 28, 28])"
+  int64_t dim;
+  Shape sizes;
 };
 
 // Returns its input.

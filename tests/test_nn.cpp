@@ -363,6 +363,42 @@ TEST_CASE("activation layers match the ops", "[nn][activation]") {
   CHECK(max_abs_diff(nn::functional::relu(x), relu(x)) == 0.0);
 }
 
+TEST_CASE("Unflatten splits one dim as torch.nn.Unflatten, and refuses sizes that do not cover it", "[nn][layers]") {
+  using Catch::Contains;
+  // nn.Unflatten(1, (1, 28, 28))(torch.ones(2, 784)).shape -> [2, 1, 28, 28]; (-1, 4) on dim -1 of
+  // [3, 8] -> [3, 2, 4]; (5, 5) on 784 -> "unflattened_size ... don't multiply up to the size of dim 1"
+  Tensor flat = arange(2.0 * 784, DType::F32).reshape({2, 784});
+  Tensor img = nn::Unflatten(1, {1, 28, 28}).forward(flat);
+  CHECK(img.shape() == Shape{2, 1, 28, 28});
+  CHECK(max_abs_diff(nn::Flatten().forward(img), flat) == 0.0);  // Flatten undoes it, in order
+  CHECK(nn::Unflatten(-1, {-1, 4}).forward(ones({3, 8})).shape() == Shape{3, 2, 4});
+  CHECK(nn::Unflatten(0, {2, 1}).forward(ones({2, 5})).shape() == Shape{2, 1, 5});
+  CHECK_THROWS_WITH(nn::Unflatten(1, {5, 5}).forward(flat), Contains("Unflatten") && Contains("does not cover dim 1 of size 784"));
+  CHECK_THROWS_WITH(nn::Unflatten(1, {-1, 5}).forward(flat), Contains("does not cover"));
+  CHECK_THROWS_WITH(nn::Unflatten(2, {1, 784}).forward(flat), Contains("Unflatten") && Contains("out of range"));
+  CHECK_THROWS_WITH(nn::Unflatten(1, {-1, -1}), Contains("only one size"));
+  CHECK_THROWS_WITH(nn::Unflatten(1, {}), Contains("non-empty"));
+  CHECK(nn::Unflatten(1, {1, 28, 28}).describe() == "Unflatten(dim=1, unflattened_size=[1, 28, 28])");
+}
+
+TEST_CASE("requires_grad_ on a module freezes and unfreezes every parameter, recursively", "[nn][module]") {
+  // model.requires_grad_(False): no parameter requires grad, buffers untouched; a frozen layer gets no
+  // gradient while the rest of the model does.
+  nn::Sequential model(std::vector<std::pair<std::string, nn::AnyModule>>{{"a", std::make_shared<nn::Linear>(3, 4)},
+                                                                       {"b", std::make_shared<nn::Linear>(4, 2)}});
+  CHECK(&model.requires_grad_(false) == &model);
+  for (const Tensor& p : model.parameters()) CHECK_FALSE(p.requires_grad());
+  auto b = std::dynamic_pointer_cast<nn::Linear>(model.named_modules()[2].second);
+  REQUIRE(b);
+  b->requires_grad_();
+  model.forward(ones({5, 3})).sum().backward();
+  auto a = std::dynamic_pointer_cast<nn::Linear>(model.named_modules()[1].second);
+  REQUIRE(a);
+  CHECK_FALSE(a->weight.grad().defined());
+  CHECK(b->weight.grad().defined());
+  CHECK(model.num_parameters(true) == b->num_parameters());
+}
+
 TEST_CASE("Dropout drops and rescales in training mode and is the identity in eval mode", "[nn][dropout]") {
   Generator gen(5);
   auto drop = std::make_shared<nn::Dropout>(nn::DropoutOptions(0.25), &gen);
