@@ -32,6 +32,12 @@ inline Tensor dropout(const Tensor& x, double p = 0.5, bool training = true, Gen
   return minidl::dropout(x, p, training, gen);
 }
 
+// F.pad(x, (1, 1, 2, 2), mode="reflect"): pads from the last dim backwards (ops/nn_ops.h).
+inline Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string& mode = "constant",
+                  double value = 0.0) {
+  return minidl::pad(x, pads, pad_mode_from_string(mode), value);
+}
+
 // ---- losses
 inline Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& opts = {}) {
   return minidl::cross_entropy(logits, target, opts);

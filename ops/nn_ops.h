@@ -6,11 +6,14 @@
 //   batch_norm, batch_norm_relu, batch_norm_add_relu (ops/batch_norm.cpp): autocast None; a low-precision input with f32
 //     weight, bias and running stats computes its statistics in f32 and returns the input dtype.
 //   dropout2d (ops/batch_norm.cpp): autocast None.
+//   pad (ops/pad.cpp): a composite of narrow, cat and index_select, so differentiable to any order.
 // Spatial arguments are {height, width} pairs. Inputs are [N, C, H, W] or unbatched [C, H, W].
 #pragma once
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "framework/generator.h"
 #include "ops/tensor.h"
@@ -80,5 +83,18 @@ Tensor batch_norm_add_relu(const Tensor& x, const Tensor& residual, const Tensor
 // Zeroes whole channels with probability p and scales the rest by 1/(1-p) (training only).
 // x [N, C, H, W] or [C, H, W] (one mask value per (n, c) plane).
 Tensor dropout2d(const Tensor& x, double p = 0.5, bool training = true, Generator* gen = nullptr);
+
+// ---- padding (ops/pad.cpp), torch.nn.functional.pad
+// `pads` pairs (before, after) from the last dim backwards: {left, right, top, bottom, ...}.
+// Constant: any rank, a negative pad crops, `value` fills (converted to x's dtype as fill_).
+// Reflect (the edge not repeated), Replicate (the edge repeated) and Circular (wrapped around): the
+// last 1, 2 or 3 dims of a batched or unbatched input (rank pads/2 + 1 or + 2); reflect's pads must
+// be smaller than the dim, circular's at most the dim, replicate's dim not empty; `value` must be 0.
+// A negative pad crops first, then the other side pads from the cropped tensor (as PyTorch, except
+// that reflect checks its pad against the cropped size). Circular takes an unbatched input, as
+// PyTorch 2.x (1.13 wants a batch).
+enum class PadMode { Constant, Reflect, Replicate, Circular };
+Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode = PadMode::Constant, double value = 0.0);
+PadMode pad_mode_from_string(const std::string& name);  // "constant", "reflect", "replicate", "circular"
 
 }  // namespace minidl
