@@ -500,9 +500,9 @@ int main(int argc, char** argv) {
   app.add_option("reps_and_models", positional, "REPS [mlp,lenet,cnn,resnet20]: the table of every model")->expected(0, 2);
   CLI11_PARSE(app, argc, argv);
 
-  Args args;
+  Device parsed_device = Device::cpu();
   try {
-    args.device = Device::parse(device);
+    parsed_device = Device::parse(device);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "minidl-bench-step: --device %s: %s\n", device.c_str(), e.what());
     return 2;
@@ -514,15 +514,15 @@ int main(int argc, char** argv) {
       return 2;
     }
     try {
-      if (!one.empty()) return run_one({one, args.device});
-      if (!suite.empty()) return run_suite({suite, args.device});
-      return run_conv_layout({conv_layout, args.device});
+      if (!one.empty()) return run_one({one, parsed_device});
+      if (!suite.empty()) return run_suite({suite, parsed_device});
+      return run_conv_layout({conv_layout, parsed_device});
     } catch (const std::exception& e) {
       std::fprintf(stderr, "minidl-bench-step %s: %s\n", mode, e.what());
       return 1;
     }
   }
-  if (!args.device.is_cpu()) {
+  if (!parsed_device.is_cpu()) {
     std::fprintf(stderr, "minidl-bench-step: the table of every model runs on the CPU; --device is for --one, --suite and --conv-layout\n");
     return 2;
   }

@@ -1,8 +1,6 @@
 // Flatten and Unflatten.
 #include "nn/shape_layers.h"
 
-#include <algorithm>
-
 #include "framework/error.h"
 
 namespace minidl::nn {
@@ -35,9 +33,12 @@ Tensor Unflatten::forward(const Tensor& input) {
   // The sizes must cover exactly the unflattened dim (a -1 is worked out from it); reshape's own
   // check would speak of the whole tensor instead.
   int64_t known = 1;
-  for (int64_t s : sizes) known *= s == -1 ? 1 : s;
+  bool has_inferred = false;
+  for (int64_t s : sizes) {
+    if (s == -1) has_inferred = true;
+    else known *= s;
+  }
   const int64_t extent = input.size(d);
-  const bool has_inferred = std::find(sizes.begin(), sizes.end(), -1) != sizes.end();
   MINIDL_CHECK(has_inferred ? (known != 0 && extent % known == 0) : known == extent, "Unflatten", "unflattened_size ",
                shape_str(sizes), " does not cover dim ", d, " of size ", extent, " of the input ", input.meta_str());
   return input.reshape(target);

@@ -25,26 +25,33 @@ Tensor edge(const Tensor& x, int64_t dim, int64_t at, int64_t count) {
   return x.narrow(dim, at, 1).expand(s);
 }
 
-// x padded along dim by before/after (both >= 0) in a non-constant mode.
-Tensor pad_dim(const Tensor& x, int64_t dim, int64_t before, int64_t after, PadMode mode) {
+// x padded along dim by before/after (both >= 0) in mode; constant pads with value.
+Tensor pad_dim(const Tensor& x, int64_t dim, int64_t before, int64_t after, PadMode mode, double value) {
   const int64_t n = x.size(dim);
-  std::vector<Tensor> pieces;
   auto mirrored = [&](int64_t first, int64_t count) {  // x[first], x[first - 1], ... (count rows)
     Tensor index = arange(static_cast<double>(first), static_cast<double>(first - count), -1.0,
                           TensorOptions(DType::I64).device(x.device()));
     return index_select(x, dim, index);
   };
-  if (before > 0) {
-    if (mode == PadMode::Reflect) pieces.push_back(mirrored(before, before));
-    else if (mode == PadMode::Replicate) pieces.push_back(edge(x, dim, 0, before));
-    else pieces.push_back(x.narrow(dim, n - before, before));
-  }
+  auto filled = [&](int64_t count) {
+    Shape s = x.shape();
+    s[dim] = count;
+    return full(s, value, TensorOptions(x.dtype()).device(x.device()));
+  };
+  // The piece before x (at_start) or after it, of count rows.
+  auto piece = [&](bool at_start, int64_t count) {
+    switch (mode) {
+      case PadMode::Constant: return filled(count);
+      case PadMode::Reflect: return at_start ? mirrored(count, count) : mirrored(n - 2, count);
+      case PadMode::Replicate: return edge(x, dim, at_start ? 0 : n - 1, count);
+      case PadMode::Circular: return at_start ? x.narrow(dim, n - count, count) : x.narrow(dim, 0, count);
+    }
+    MINIDL_FAIL("pad", "unknown padding mode");
+  };
+  std::vector<Tensor> pieces;
+  if (before > 0) pieces.push_back(piece(true, before));
   pieces.push_back(x);
-  if (after > 0) {
-    if (mode == PadMode::Reflect) pieces.push_back(mirrored(n - 2, after));
-    else if (mode == PadMode::Replicate) pieces.push_back(edge(x, dim, n - 1, after));
-    else pieces.push_back(x.narrow(dim, 0, after));
-  }
+  if (after > 0) pieces.push_back(piece(false, after));
   return pieces.size() == 1 ? x : cat(pieces, dim);
 }
 }  // namespace
@@ -83,19 +90,6 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode, doub
     const int64_t before = std::max<int64_t>(0, pads[2 * i]), after = std::max<int64_t>(0, pads[2 * i + 1]);
     if (before == 0 && after == 0) continue;
     const int64_t n = out.size(dim);
-    if (mode == PadMode::Constant) {
-      auto block = [&](int64_t size) {
-        Shape s = out.shape();
-        s[dim] = size;
-        return full(s, value, TensorOptions(out.dtype()).device(out.device()));
-      };
-      std::vector<Tensor> pieces;
-      if (before > 0) pieces.push_back(block(before));
-      pieces.push_back(out);
-      if (after > 0) pieces.push_back(block(after));
-      out = cat(pieces, dim);
-      continue;
-    }
     if (mode == PadMode::Reflect)
       MINIDL_CHECK(before < n && after < n, op, "reflect padding (", pads[2 * i], ", ", pads[2 * i + 1],
                    ") must be smaller than dim ", dim, " of size ", n, " (input ", x.meta_str(), ")");
@@ -104,7 +98,7 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode, doub
     if (mode == PadMode::Circular)
       MINIDL_CHECK(before <= n && after <= n, op, "circular padding (", pads[2 * i], ", ", pads[2 * i + 1],
                    ") wraps around dim ", dim, " of size ", n, " more than once (input ", x.meta_str(), ")");
-    out = pad_dim(out, dim, before, after, mode);
+    out = pad_dim(out, dim, before, after, mode, value);
   }
   // A new tensor even when nothing padded (only crops, or all zeros), as PyTorch's.
   const bool shares_x = out.impl()->storage == x.impl()->storage;
