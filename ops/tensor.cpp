@@ -46,7 +46,11 @@ std::string Tensor::meta_str() const {
 
 void* Tensor::raw_data() const {
   const TensorImpl* i = impl();
-  return static_cast<char*>(i->storage->data()) + i->offset * element_size(i->dtype);
+  char* base = static_cast<char*>(i->storage->data());
+  // An empty tensor may own no allocation yet keep a view's offset (a zero-width slice of
+  // pad or cat): offsetting a null base is undefined, and no element is ever read through it.
+  if (base == nullptr) return nullptr;
+  return base + i->offset * element_size(i->dtype);
 }
 
 template <class T>
