@@ -2,6 +2,7 @@
 #include "nn/activation.h"
 
 #include "framework/error.h"
+#include "nn/init.h"
 #include "ops/ops.h"
 
 namespace minidl::nn {
@@ -37,6 +38,40 @@ Tensor ELU::forward(const Tensor& input) {
   return elu(input, options.alpha_);
 }
 std::string ELU::describe() const { return detail::concat("ELU(alpha=", options.alpha_, ")"); }
+
+Tensor Softplus::forward(const Tensor& input) {
+  auto scope = forward_scope();
+  return softplus(input, options.beta_, options.threshold_);
+}
+std::string Softplus::describe() const {
+  return detail::concat("Softplus(beta=", options.beta_, ", threshold=", options.threshold_, ")");
+}
+
+Hardtanh::Hardtanh(double min_val, double max_val) : min_val(min_val), max_val(max_val) {
+  MINIDL_CHECK(max_val > min_val, "Hardtanh", "max_val (", max_val, ") must be greater than min_val (", min_val, ")");
+}
+Tensor Hardtanh::forward(const Tensor& input) {
+  auto scope = forward_scope();
+  return hardtanh(input, min_val, max_val);
+}
+std::string Hardtanh::describe() const { return detail::concat("Hardtanh(min_val=", min_val, ", max_val=", max_val, ")"); }
+
+Tensor ReLU6::forward(const Tensor& input) {
+  auto scope = forward_scope();
+  return relu6(input);
+}
+
+PReLU::PReLU(int64_t num_parameters, double init_value) : num_parameters(num_parameters), init_value(init_value) {
+  MINIDL_CHECK(num_parameters > 0, "PReLU", "num_parameters must be positive, got ", num_parameters);
+  weight = register_parameter("weight", empty({num_parameters}));
+  reset_parameters();
+}
+void PReLU::reset_parameters() { init::constant_(weight, init_value); }
+Tensor PReLU::forward(const Tensor& input) {
+  auto scope = forward_scope();
+  return prelu(input, weight);
+}
+std::string PReLU::describe() const { return detail::concat("PReLU(num_parameters=", num_parameters, ")"); }
 
 Tensor Sigmoid::forward(const Tensor& input) {
   auto scope = forward_scope();

@@ -1,4 +1,4 @@
-// Activation layers: ReLU, LeakyReLU, GELU, SiLU, ELU, Sigmoid, Tanh, Softmax, LogSoftmax. Each is a Layer
+// Activation layers: ReLU, LeakyReLU, GELU, SiLU, ELU, Softplus, Hardtanh, ReLU6, PReLU, Sigmoid, Tanh, Softmax, LogSoftmax. Each is a Layer
 // whose forward applies the op of the same name from ops/ops.h.
 #pragma once
 #include <string>
@@ -69,6 +69,58 @@ class ELU : public Layer {
   ModulePtr clone_structure() const override { return std::make_shared<ELU>(options); }
   std::string describe() const override;  // "ELU(alpha=1)"
   ELUOptions options;
+};
+
+struct SoftplusOptions {
+  double beta_ = 1.0;        // softplus(x) = log(1 + exp(beta x)) / beta
+  double threshold_ = 20.0;  // above beta x > threshold the layer returns x
+
+  SoftplusOptions& beta(double b) { beta_ = b; return *this; }
+  SoftplusOptions& threshold(double t) { threshold_ = t; return *this; }
+};
+
+class Softplus : public Layer {
+ public:
+  explicit Softplus(const SoftplusOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& input) override;
+  std::string type_name() const override { return "Softplus"; }
+  ModulePtr clone_structure() const override { return std::make_shared<Softplus>(options); }
+  std::string describe() const override;  // "Softplus(beta=1, threshold=20)"
+  SoftplusOptions options;
+};
+
+// Hardtanh(min_val, max_val): max_val must exceed min_val, as PyTorch's module asserts.
+class Hardtanh : public Layer {
+ public:
+  explicit Hardtanh(double min_val = -1.0, double max_val = 1.0);
+  Tensor forward(const Tensor& input) override;
+  std::string type_name() const override { return "Hardtanh"; }
+  ModulePtr clone_structure() const override { return std::make_shared<Hardtanh>(min_val, max_val); }
+  std::string describe() const override;  // "Hardtanh(min_val=-1, max_val=1)"
+  double min_val, max_val;
+};
+
+class ReLU6 : public Layer {
+ public:
+  Tensor forward(const Tensor& input) override;
+  std::string type_name() const override { return "ReLU6"; }
+  ModulePtr clone_structure() const override { return std::make_shared<ReLU6>(); }
+  std::string describe() const override { return "ReLU6()"; }
+};
+
+// PReLU(num_parameters, init): a learned slope for x <= 0, one for all channels or one per channel
+// (dim 1 of the input), parameter "weight" filled with init, as torch.nn.PReLU.
+class PReLU : public Layer {
+ public:
+  explicit PReLU(int64_t num_parameters = 1, double init_value = 0.25);
+  void reset_parameters();
+  Tensor forward(const Tensor& input) override;
+  std::string type_name() const override { return "PReLU"; }
+  ModulePtr clone_structure() const override { return std::make_shared<PReLU>(num_parameters, init_value); }
+  std::string describe() const override;  // "PReLU(num_parameters=1)"
+  int64_t num_parameters;
+  double init_value;  // PyTorch's `init`
+  Tensor weight;  // [num_parameters]
 };
 
 class Sigmoid : public Layer {

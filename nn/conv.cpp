@@ -10,23 +10,42 @@
 
 namespace minidl::nn {
 
-Conv2d::Conv2d(const Conv2dOptions& o, Generator* gen) : options(o) {
-  MINIDL_CHECK(o.in_channels > 0 && o.out_channels > 0 && o.groups_ > 0 && o.in_channels % o.groups_ == 0 &&
-                   o.out_channels % o.groups_ == 0,
-               "Conv2d", "channels ", o.in_channels, " -> ", o.out_channels, " must be positive and divisible by groups ", o.groups_);
-  weight = register_parameter("weight", empty({o.out_channels, o.in_channels / o.groups_, o.kernel_size[0], o.kernel_size[1]}));
-  if (o.bias_) bias = register_parameter("bias", empty({o.out_channels}));
-  reset_parameters(gen);
+namespace {
+void check_channels(const char* layer, int64_t in, int64_t out, int64_t groups) {
+  MINIDL_CHECK(in > 0 && out > 0 && groups > 0 && in % groups == 0 && out % groups == 0, layer, "channels ", in, " -> ", out,
+               " must be positive and divisible by groups ", groups);
 }
 
-void Conv2d::reset_parameters(Generator* gen) {
-  // PyTorch's default: kaiming_uniform_(a = sqrt(5)), bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+// PyTorch's default for both convolutions: kaiming_uniform_(a = sqrt(5)) on the weight, whose
+// fan_in is weight.size(1) * kh * kw, and the bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+void reset_conv_parameters(const Tensor& weight, const Tensor& bias, Generator* gen) {
   init::kaiming_uniform_(weight, std::sqrt(5.0), init::FanMode::FanIn, init::Nonlinearity::LeakyReLU, gen);
   if (bias.defined()) {
     const double fan_in = static_cast<double>(weight.size(1) * weight.size(2) * weight.size(3));
     init::uniform_(bias, -1.0 / std::sqrt(fan_in), 1.0 / std::sqrt(fan_in), gen);
   }
 }
+
+// "<name>(in -> out, KxK[, stride s][, <padding>][, output_padding p][, dilation d][, groups g][, bias])"
+std::string describe_conv(const char* name, int64_t in, int64_t out, Size2 k, Size2 stride, const std::string& padding,
+                          Size2 output_padding, Size2 dilation, int64_t groups, bool bias) {
+  auto option = [](const char* label, int64_t v, int64_t dflt) {
+    return v != dflt ? detail::concat(", ", label, " ", v) : std::string();
+  };
+  return detail::concat(name, "(", in, " -> ", out, ", ", k[0], "x", k[1], option("stride", stride[0], 1), padding,
+                        option("output_padding", output_padding[0], 0), option("dilation", dilation[0], 1),
+                        option("groups", groups, 1), bias ? ", bias)" : ")");
+}
+}  // namespace
+
+Conv2d::Conv2d(const Conv2dOptions& o, Generator* gen) : options(o) {
+  check_channels("Conv2d", o.in_channels, o.out_channels, o.groups_);
+  weight = register_parameter("weight", empty({o.out_channels, o.in_channels / o.groups_, o.kernel_size[0], o.kernel_size[1]}));
+  if (o.bias_) bias = register_parameter("bias", empty({o.out_channels}));
+  reset_parameters(gen);
+}
+
+void Conv2d::reset_parameters(Generator* gen) { reset_conv_parameters(weight, bias, gen); }
 
 Tensor Conv2d::forward(const Tensor& x) {
   auto scope = forward_scope();
@@ -37,10 +56,55 @@ Tensor Conv2d::forward(const Tensor& x) {
 
 std::string Conv2d::describe() const {
   const auto& o = options;
-  return detail::concat("Conv2d(", o.in_channels, " -> ", o.out_channels, ", ", o.kernel_size[0], "x", o.kernel_size[1],
-                        o.stride_[0] != 1 ? ", stride " + std::to_string(o.stride_[0]) : "",
-                        o.same_ ? ", same" : (o.padding_[0] ? ", pad " + std::to_string(o.padding_[0]) : ""),
-                        o.groups_ != 1 ? ", groups " + std::to_string(o.groups_) : "", o.bias_ ? ", bias)" : ")");
+  return describe_conv("Conv2d", o.in_channels, o.out_channels, o.kernel_size, o.stride_,
+                       o.same_ ? ", same" : (o.padding_[0] ? ", pad " + std::to_string(o.padding_[0]) : ""), {0, 0},
+                       o.dilation_, o.groups_, o.bias_);
+}
+
+ConvTranspose2d::ConvTranspose2d(const ConvTranspose2dOptions& o, Generator* gen) : options(o) {
+  check_channels("ConvTranspose2d", o.in_channels, o.out_channels, o.groups_);
+  weight = register_parameter("weight", empty({o.in_channels, o.out_channels / o.groups_, o.kernel_size[0], o.kernel_size[1]}));
+  if (o.bias_) bias = register_parameter("bias", empty({o.out_channels}));
+  reset_parameters(gen);
+}
+
+void ConvTranspose2d::reset_parameters(Generator* gen) { reset_conv_parameters(weight, bias, gen); }
+
+Tensor ConvTranspose2d::forward(const Tensor& x) {
+  auto scope = forward_scope();
+  const auto& o = options;
+  return conv_transpose2d(x, weight, bias, o.stride_, o.padding_, o.output_padding_, o.groups_, o.dilation_);
+}
+
+Tensor ConvTranspose2d::forward(const Tensor& x, const std::vector<int64_t>& output_size) {
+  const auto& o = options;
+  // PyTorch's _output_padding: the size without output padding is the smallest, stride - 1 more the largest.
+  const int64_t spatial_from = x.dim() == 4 ? 2 : 1;
+  std::vector<int64_t> wanted = output_size;
+  if (static_cast<int64_t>(wanted.size()) == spatial_from + 2) wanted.erase(wanted.begin(), wanted.begin() + spatial_from);
+  MINIDL_CHECK(wanted.size() == 2, "ConvTranspose2d", "for ", x.dim(), "D input, output_size must have 2 or ",
+               spatial_from + 2, " elements (got ", output_size.size(), ")");
+  MINIDL_CHECK(x.dim() == 3 || x.dim() == 4, "ConvTranspose2d", "expected a 3D or 4D input, got ", x.dim(), "D");
+  Size2 smallest{}, largest{}, output_padding{};
+  for (int d = 0; d < 2; ++d) {
+    smallest[d] = (x.size(spatial_from + d) - 1) * o.stride_[d] - 2 * o.padding_[d] + o.dilation_[d] * (o.kernel_size[d] - 1) + 1;
+    largest[d] = smallest[d] + o.stride_[d] - 1;
+    output_padding[d] = wanted[d] - smallest[d];
+  }
+  for (int d = 0; d < 2; ++d)
+    MINIDL_CHECK(wanted[d] >= smallest[d] && wanted[d] <= largest[d], "ConvTranspose2d", "requested an output size of [",
+                 wanted[0], ", ", wanted[1], "], but valid sizes range from [", smallest[0], ", ", smallest[1], "] to [",
+                 largest[0], ", ", largest[1], "] (for an input of [", x.size(spatial_from), ", ", x.size(spatial_from + 1),
+                 "])");
+  auto scope = forward_scope();
+  return conv_transpose2d(x, weight, bias, o.stride_, o.padding_, output_padding, o.groups_, o.dilation_);
+}
+
+std::string ConvTranspose2d::describe() const {
+  const auto& o = options;
+  return describe_conv("ConvTranspose2d", o.in_channels, o.out_channels, o.kernel_size, o.stride_,
+                       o.padding_[0] ? ", pad " + std::to_string(o.padding_[0]) : "", o.output_padding_, o.dilation_,
+                       o.groups_, o.bias_);
 }
 
 std::string SquarePool2d::describe() const {

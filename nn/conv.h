@@ -1,4 +1,4 @@
-// Convolution-network layers: Conv2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, BatchNorm1d/2d and
+// Convolution-network layers: Conv2d, ConvTranspose2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, BatchNorm1d/2d and
 // Dropout2d, as modules over the ops in ops/nn_ops.h (PyTorch's defaults and initialisation).
 #pragma once
 #include <array>
@@ -41,6 +41,46 @@ class Conv2d : public Layer {
 
   Conv2dOptions options;
   Tensor weight;  // [out, in/groups, kh, kw]
+  Tensor bias;    // [out]
+};
+
+struct ConvTranspose2dOptions {
+  int64_t in_channels, out_channels;
+  Size2 kernel_size;
+  Size2 stride_ = {1, 1};
+  Size2 padding_ = {0, 0};
+  Size2 output_padding_ = {0, 0};
+  int64_t groups_ = 1;
+  bool bias_ = true;
+  Size2 dilation_ = {1, 1};
+
+  ConvTranspose2dOptions(int64_t in, int64_t out, int64_t k) : in_channels(in), out_channels(out), kernel_size{k, k} {}
+  ConvTranspose2dOptions& stride(int64_t s) { stride_ = {s, s}; return *this; }
+  ConvTranspose2dOptions& padding(int64_t p) { padding_ = {p, p}; return *this; }
+  ConvTranspose2dOptions& output_padding(int64_t p) { output_padding_ = {p, p}; return *this; }
+  ConvTranspose2dOptions& groups(int64_t g) { groups_ = g; return *this; }
+  ConvTranspose2dOptions& bias(bool b) { bias_ = b; return *this; }
+  ConvTranspose2dOptions& dilation(int64_t d) { dilation_ = {d, d}; return *this; }
+};
+
+// PyTorch's ConvTranspose2d (padding_mode "zeros", the only one PyTorch allows): the gradient of a
+// Conv2d with respect to its input, as a layer. Weight [in, out/groups, kh, kw], so the default
+// init's fan_in is out/groups * kh * kw, as PyTorch's.
+class ConvTranspose2d : public Layer {
+ public:
+  explicit ConvTranspose2d(const ConvTranspose2dOptions& options, Generator* gen = nullptr);
+  void reset_parameters(Generator* gen = nullptr);
+  Tensor forward(const Tensor& x) override;  // [N, C, H, W] -> [N, O, H', W'] (or unbatched)
+  // PyTorch's forward(input, output_size): the output's spatial size, as {H', W'} or the whole
+  // shape, picks the output padding; it must lie within stride - 1 of the smallest output.
+  // (Forward hooks run only through operator(), which takes no output size.)
+  Tensor forward(const Tensor& x, const std::vector<int64_t>& output_size);
+  std::string describe() const override;
+  std::string type_name() const override { return "ConvTranspose2d"; }
+  ModulePtr clone_structure() const override { return std::make_shared<ConvTranspose2d>(options); }
+
+  ConvTranspose2dOptions options;
+  Tensor weight;  // [in, out/groups, kh, kw]
   Tensor bias;    // [out]
 };
 

@@ -21,6 +21,11 @@ inline Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20
 }
 inline Tensor silu(const Tensor& x) { return minidl::silu(x); }
 inline Tensor elu(const Tensor& x, double alpha = 1.0) { return minidl::elu(x, alpha); }
+inline Tensor hardtanh(const Tensor& x, double min_val = -1.0, double max_val = 1.0) {
+  return minidl::hardtanh(x, min_val, max_val);
+}
+inline Tensor relu6(const Tensor& x) { return minidl::relu6(x); }
+inline Tensor prelu(const Tensor& x, const Tensor& weight) { return minidl::prelu(x, weight); }
 inline Tensor softmax(const Tensor& x, int64_t dim) { return minidl::softmax(x, dim); }
 inline Tensor log_softmax(const Tensor& x, int64_t dim) { return minidl::log_softmax(x, dim); }
 
@@ -39,6 +44,9 @@ inline Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::
 }
 
 // ---- losses
+// F.interpolate(x, size=(14, 14), mode="bilinear"):
+//   interpolate(x, InterpolateOptions().size({14, 14}).mode(InterpolateMode::Bilinear)) (ops/nn_ops.h).
+inline Tensor interpolate(const Tensor& x, const InterpolateOptions& options) { return minidl::interpolate(x, options); }
 inline Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& opts = {}) {
   return minidl::cross_entropy(logits, target, opts);
 }

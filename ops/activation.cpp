@@ -1,5 +1,5 @@
-// Activations: tanh, sigmoid, relu, leaky_relu, gelu (erf and tanh forms), softplus; silu and elu
-// as composites of them. Autocast policy: None. Each backward is a fused kernel (one pass over memory) exposed as a differentiable
+// Activations: tanh, sigmoid, relu, leaky_relu, gelu (erf and tanh forms), softplus; silu, elu,
+// hardtanh, relu6 and prelu as composites of them. Autocast policy: None (prelu: lower precision). Each backward is a fused kernel (one pass over memory) exposed as a differentiable
 // op of its own, so second derivatives still work.
 #include "ops/common.h"
 
@@ -14,9 +14,11 @@ using kernels::UnaryOp;
 namespace {
 using P = amp::CastPolicy;
 const amp::OpPolicy kSoftplus{"softplus", P::None, P::FP32};
+// prelu: lower precision on both devices, as PyTorch 2.x (1.13's CPU list did not have it).
+const amp::OpPolicy kPrelu{"prelu", P::LowerPrecision, P::LowerPrecision};
 }  // namespace
 
-std::vector<const amp::OpPolicy*> ops_detail::activation_policies() { return {&kSoftplus}; }
+std::vector<const amp::OpPolicy*> ops_detail::activation_policies() { return {&kSoftplus, &kPrelu}; }
 
 namespace ops_detail {
 Tensor unary_forward(UnaryOp op, const char* name, const Tensor& x_in, double p0 = 0, double p1 = 0);
@@ -137,6 +139,41 @@ Tensor elu(const Tensor& x, double alpha) {
   // zero gradient times inf a NaN. At x = 0 the gradient is alpha, as PyTorch's elu_backward.
   Tensor negative = mul(sub(exp(clamp(x, std::nullopt, 0.0)), 1.0), alpha);
   return where(gt(x, 0.0), x, negative);
+}
+
+Tensor hardtanh(const Tensor& x, double min_val, double max_val) {
+  check_defined(x, "hardtanh", "input");
+  check_floating("hardtanh", x);
+  MINIDL_CHECK(min_val <= max_val, "hardtanh", "min_val (", min_val, ") must not be greater than max_val (", max_val, ")");
+  // Two wheres, not clamp: PyTorch's hardtanh_backward passes the gradient only strictly inside
+  // (min_val, max_val) and at NaN, where clamp's passes it at the bounds too.
+  return where(le(x, min_val), full_like(x, min_val), where(ge(x, max_val), full_like(x, max_val), x));
+}
+
+Tensor relu6(const Tensor& x) { return hardtanh(x, 0.0, 6.0); }
+
+Tensor prelu(const Tensor& x_arg, const Tensor& weight_arg) {
+  check_defined(x_arg, "prelu", "input");
+  check_defined(weight_arg, "prelu", "weight");
+  amp::AutocastInputs in(kPrelu, {x_arg, weight_arg});
+  const Tensor &x = in[0], &weight = in[1];
+  check_floating("prelu", x);
+  check_floating("prelu", weight);
+  MINIDL_CHECK(weight.dim() <= 1, "prelu", "Expected `weight` to be a scalar or 1D tensor, but got ndim = ", weight.dim());
+  const int64_t channels = x.dim() >= 2 ? x.size(1) : 1;
+  MINIDL_CHECK(weight.numel() == 1 || weight.numel() == channels, "prelu",
+               "Mismatch of parameter numbers and input channel size. Found parameter numbers = ", weight.numel(),
+               " and channel size = ", channels, ".");
+  // One slope for every element, or one per channel (dim 1) broadcast over the dims after it. The
+  // result has the input's dtype (an f32 weight with a bf16 input gives bf16, as PyTorch's).
+  Shape slope_shape;
+  if (weight.numel() > 1) {
+    slope_shape.assign(x.dim() - 1, 1);
+    slope_shape[0] = channels;
+  }
+  Tensor slope = (weight.dtype() == x.dtype() ? weight : cast(weight, x.dtype())).reshape(slope_shape);
+  // At x = 0 the input's gradient is the slope and the slope's is 0, as PyTorch's prelu_backward.
+  return where(gt(x, 0.0), x, mul(slope, x));
 }
 
 }  // namespace minidl

@@ -70,4 +70,5 @@ std::vector<const amp::OpPolicy*> pool_policies();
 std::vector<const amp::OpPolicy*> batch_norm_policies();
 std::vector<const amp::OpPolicy*> norm_policies();
 std::vector<const amp::OpPolicy*> attention_policies();
+std::vector<const amp::OpPolicy*> pad_policies();
 }  // namespace minidl::ops_detail

@@ -6,7 +6,9 @@
 //   batch_norm, batch_norm_relu, batch_norm_add_relu (ops/batch_norm.cpp): autocast None; a low-precision input with f32
 //     weight, bias and running stats computes its statistics in f32 and returns the input dtype.
 //   dropout2d (ops/batch_norm.cpp): autocast None.
-//   pad (ops/pad.cpp): a composite of narrow, cat and index_select, so differentiable to any order.
+//   pad (ops/pad.cpp): a composite of narrow, cat and index_select, so differentiable to any order;
+//     autocast f32 on the CPU for reflect (1-2 dims) and replicate (1-3 dims), as PyTorch's lists.
+//   interpolate (ops/interpolate.cpp): a composite of index_select, mul and add; autocast None.
 // Spatial arguments are {height, width} pairs. Inputs are [N, C, H, W] or unbatched [C, H, W].
 #pragma once
 #include <array>
@@ -96,5 +98,32 @@ Tensor dropout2d(const Tensor& x, double p = 0.5, bool training = true, Generato
 enum class PadMode { Constant, Reflect, Replicate, Circular };
 Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode = PadMode::Constant, double value = 0.0);
 PadMode pad_mode_from_string(const std::string& name);  // "constant", "reflect", "replicate", "circular"
+
+// ---- resampling (ops/interpolate.cpp), torch.nn.functional.interpolate
+// Nearest and NearestExact: [N, C, *] with 1 to 3 spatial dims; Linear: [N, C, L]; Bilinear:
+// [N, C, H, W]; Area (adaptive average pooling): [N, C, L] or [N, C, H, W]. Give the output's
+// spatial size or a scale factor per spatial dim (one value stands for every dim); the output size
+// is then floor(in * factor), and unless recompute_scale_factor the source positions use 1 / factor,
+// as PyTorch's. align_corners (linear modes only) defaults to false. Linear modes of f16/bf16
+// compute in f32 and round once. A composite of index_select, mul and add (area: pooling), so every
+// gradient, second order included, comes from those ops. Autocast: on no list, as in PyTorch.
+enum class InterpolateMode { Nearest, NearestExact, Linear, Bilinear, Area };
+struct InterpolateOptions {
+  std::vector<int64_t> size_;
+  std::vector<double> scale_factor_;
+  InterpolateMode mode_ = InterpolateMode::Nearest;
+  std::optional<bool> align_corners_;
+  bool recompute_scale_factor_ = false;
+
+  InterpolateOptions& size(std::vector<int64_t> s) { size_ = std::move(s); return *this; }
+  InterpolateOptions& scale_factor(std::vector<double> f) { scale_factor_ = std::move(f); return *this; }
+  InterpolateOptions& mode(InterpolateMode m) { mode_ = m; return *this; }
+  InterpolateOptions& align_corners(bool a) { align_corners_ = a; return *this; }
+  InterpolateOptions& recompute_scale_factor(bool r) { recompute_scale_factor_ = r; return *this; }
+};
+Tensor interpolate(const Tensor& x, const InterpolateOptions& options);
+// "nearest", "nearest-exact", "linear", "bilinear", "area"
+InterpolateMode interpolate_mode_from_string(const std::string& name);
+const char* interpolate_mode_name(InterpolateMode mode);
 
 }  // namespace minidl

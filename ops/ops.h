@@ -70,6 +70,11 @@ Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
 // Composites of the ops above (no kernel of their own; autograd differentiates the composite):
 Tensor silu(const Tensor& x);                     // x * sigmoid(x), torch.nn.functional.silu
 Tensor elu(const Tensor& x, double alpha = 1.0);  // x > 0 ? x : alpha (exp(x) - 1)
+// min(max(x, min_val), max_val), gradient 1 strictly inside (min_val, max_val) (torch's hardtanh).
+Tensor hardtanh(const Tensor& x, double min_val = -1.0, double max_val = 1.0);
+Tensor relu6(const Tensor& x);  // hardtanh(x, 0, 6)
+// x > 0 ? x : weight * x, weight one slope or one per channel (dim 1); autocast lower precision.
+Tensor prelu(const Tensor& x, const Tensor& weight);
 
 // ---- reductions (ops/reduce.cpp). dims empty = all dims.
 Tensor sum(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);

@@ -1,6 +1,10 @@
 // pad (torch.nn.functional.pad): constant, reflect, replicate and circular padding as a composite of
 // narrow (crops), cat (the pieces) and index_select (reflect's mirrored rows), so every gradient,
-// second order included, comes from those ops. Autocast policy: None (PyTorch's pads are on no list).
+// second order included, comes from those ops. Autocast policy: PyTorch's CPU fp32 list has
+// reflection_pad1d/2d and replication_pad1d/2d/3d (so those run in f32 under CPU autocast); constant,
+// circular and 3-dim reflect padding are on no list, and neither is any pad on CUDA.
+#include <optional>
+
 #include "ops/common.h"
 
 namespace minidl {
@@ -8,6 +12,21 @@ namespace minidl {
 using namespace ops_detail;
 
 namespace {
+using P = amp::CastPolicy;
+const amp::OpPolicy kReflectionPad1d{"reflection_pad1d", P::FP32, P::None};
+const amp::OpPolicy kReflectionPad2d{"reflection_pad2d", P::FP32, P::None};
+const amp::OpPolicy kReplicationPad1d{"replication_pad1d", P::FP32, P::None};
+const amp::OpPolicy kReplicationPad2d{"replication_pad2d", P::FP32, P::None};
+const amp::OpPolicy kReplicationPad3d{"replication_pad3d", P::FP32, P::None};
+
+// The row PyTorch's kernel of this mode and number of padded dims has, if any.
+const amp::OpPolicy* autocast_row(PadMode mode, int64_t dims) {
+  if (mode == PadMode::Reflect) return dims == 1 ? &kReflectionPad1d : dims == 2 ? &kReflectionPad2d : nullptr;
+  if (mode == PadMode::Replicate)
+    return dims == 1 ? &kReplicationPad1d : dims == 2 ? &kReplicationPad2d : dims == 3 ? &kReplicationPad3d : nullptr;
+  return nullptr;
+}
+
 const char* mode_name(PadMode m) {
   switch (m) {
     case PadMode::Constant: return "constant";
@@ -56,6 +75,10 @@ Tensor pad_dim(const Tensor& x, int64_t dim, int64_t before, int64_t after, PadM
 }
 }  // namespace
 
+std::vector<const amp::OpPolicy*> ops_detail::pad_policies() {
+  return {&kReflectionPad1d, &kReflectionPad2d, &kReplicationPad1d, &kReplicationPad2d, &kReplicationPad3d};
+}
+
 PadMode pad_mode_from_string(const std::string& name) {
   for (PadMode m : {PadMode::Constant, PadMode::Reflect, PadMode::Replicate, PadMode::Circular})
     if (name == mode_name(m)) return m;
@@ -75,7 +98,9 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode, doub
     MINIDL_CHECK(k >= 1 && k <= 3 && (x.dim() == k + 1 || x.dim() == k + 2), op, mode_name(mode), " padding of ", k,
                  " dims needs a ", k + 1, "-D (unbatched) or ", k + 2, "-D input, got ", x.meta_str());
   }
-  Tensor out = x;
+  std::optional<amp::AutocastInputs> in;
+  if (const amp::OpPolicy* row = autocast_row(mode, len / 2)) in.emplace(*row, autograd::TensorList{x});
+  Tensor out = in ? (*in)[0] : x;
   // Crops first (negative pads), so that what pads afterwards comes from the cropped tensor.
   for (int64_t i = 0; i < len / 2; ++i) {
     const int64_t dim = x.dim() - 1 - i, before = pads[2 * i], after = pads[2 * i + 1];

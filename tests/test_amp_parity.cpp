@@ -167,7 +167,7 @@ TEST_CASE("the policy table matches torch's lists for every op minidl has", "[am
   using P = amp::CastPolicy;
   auto cpu = [](const char* op) { return amp::policy_for(op, DeviceType::CPU); };
   auto cuda = [](const char* op) { return amp::policy_for(op, DeviceType::CUDA); };
-  for (const char* op : {"mm", "bmm", "matmul", "addmm", "linear", "conv2d", "conv_transpose2d"}) {
+  for (const char* op : {"mm", "bmm", "matmul", "addmm", "linear", "conv2d", "conv_transpose2d", "prelu"}) {
     CHECK(cpu(op) == P::LowerPrecision);
     CHECK(cuda(op) == P::LowerPrecision);
   }
@@ -178,6 +178,11 @@ TEST_CASE("the policy table matches torch's lists for every op minidl has", "[am
     CHECK(cuda(op) == P::FP32);
   }
   CHECK(cpu("cross_entropy") == P::FP32);  // cross_entropy_loss is in the CPU fp32 list
+  // The pads of PyTorch's CPU fp32 list (reflection_pad3d, constant and circular are on none).
+  for (const char* op : {"reflection_pad1d", "reflection_pad2d", "replication_pad1d", "replication_pad2d", "replication_pad3d"}) {
+    CHECK(cpu(op) == P::FP32);
+    CHECK(cuda(op) == P::None);
+  }
   CHECK(cpu("binary_cross_entropy") == P::FP32);
   CHECK(cuda("binary_cross_entropy") == P::Banned);
   // logsumexp: CUDA's fp32 list; torch 1.13's CPU autocast returns bf16 for a bf16 input.

@@ -1,10 +1,12 @@
 // nn against torch.nn on cases a PyTorch user would check: loss modules with weights,
 // ignore_index and pos_weight, mean over an empty batch, activation defaults, Dropout at p = 0 and
 // p = 1, BatchNorm running statistics (unbiased variance, momentum None), default init bounds of
-// Conv2d with groups, and clip_grad_norm_'s coefficient. Expected values come from PyTorch's
+// Conv2d with groups, and clip_grad_norm_'s coefficient; ConvTranspose2d, the padding layers,
+// Softplus, Hardtanh, ReLU6 and PReLU against values PyTorch 1.13 printed. Expected values come from PyTorch's
 // documented formulas, written out here in double.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "framework/generator.h"
@@ -453,4 +455,224 @@ TEST_CASE("silu, elu, std and masked_fill match PyTorch, values and gradients", 
   CHECK_THROWS_WITH(masked_fill(b, from_vector(std::vector<float>{1, 0, 1}), 0.0), Catch::Contains("masked_fill") && Catch::Contains("bool"));
   CHECK_THROWS_WITH(masked_fill(b.detach().select(0, 0), from_vector(std::vector<bool>{true, false, true, true, false, true}, {2, 3}), 0.0),
                     Catch::Contains("masked_fill") && Catch::Contains("[2, 3]"));
+}
+
+namespace {
+// f64 [shape] filled with fn(i) for the flat index i, the way the PyTorch references below were made.
+Tensor filled(const Shape& shape, double (*fn)(double)) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  std::vector<double> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = fn(static_cast<double>(i));
+  return from_vector<double>(v, shape);
+}
+void check_close(const std::vector<double>& got, const std::vector<double>& want, double rel = 1e-8) {
+  REQUIRE(got.size() >= want.size());
+  for (size_t i = 0; i < want.size(); ++i) CHECK(got[i] == Approx(want[i]).epsilon(rel).margin(1e-8));
+}
+}  // namespace
+
+TEST_CASE("ConvTranspose2d with groups, stride and output_padding matches torch.nn.ConvTranspose2d", "[nn][parity][conv]") {
+  // torch.nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2).double(),
+  // weight sin(0.37 i), bias (0.1, -0.2, ..., -0.6), input cos(0.53 i) of [2, 4, 3, 2]; loss sum(y^2).
+  nn::ConvTranspose2d m(nn::ConvTranspose2dOptions(4, 6, 3).stride(2).padding(1).output_padding(1).groups(2));
+  m.to(DType::F64);
+  REQUIRE(m.weight.shape() == Shape{4, 3, 3, 3});
+  {
+    NoGradGuard no_grad;
+    m.weight.copy_(filled({4, 3, 3, 3}, [](double i) { return std::sin(0.37 * i); }));
+    m.bias.copy_(from_vector<double>({0.1, -0.2, 0.3, -0.4, 0.5, -0.6}));
+  }
+  Tensor x = filled({2, 4, 3, 2}, [](double i) { return std::cos(0.53 * i); }).requires_grad_(true);
+  Tensor y = m(x);
+  REQUIRE(y.shape() == Shape{2, 6, 6, 4});
+  CHECK(y.sum().item<double>() == Approx(-36.40980967).epsilon(1e-8));
+  CHECK((y * y).sum().item<double>() == Approx(575.8279989).epsilon(1e-8));
+  check_close(y.to_vector<double>(), {1.984780042, 3.335929783, 1.708934016, 1.489122704, 1.153373697, 1.625747877,
+                                      0.4873835822, -0.1281239495});
+  (y * y).sum().backward();
+  check_close(x.grad().to_vector<double>(),
+              {31.14571183,  41.48705338,  18.17082982,  -2.924587016, -27.03226679, -40.17346975, -14.49032531,
+               -33.00572712, -26.19082511, -13.54870049, 23.80047105,  47.2607618,   22.4655663,   26.02125651,
+               4.54278245,   -19.89767775, -45.02661064, -60.54793252, -28.5308035,  -43.60414776, -22.98841012,
+               -7.235068086, 30.66397223,  56.52093298,  29.6304064,   36.58383115,  10.91042285,  -12.25632256,
+               -32.00771997, -43.57319396, -15.49642615, -31.35054481, -21.0185669,  -4.294976763, 28.6912906,
+               51.70630707,  24.9455546,   26.83330393,  0.2222300644, -25.08451509, -46.14352242, -58.71215762,
+               -31.74698883, -45.47174657, -19.69064292, -1.219123144, 32.79464151,  56.47603576});
+  CHECK(m.weight.grad().sum().item<double>() == Approx(-6.677808455).epsilon(1e-8));
+  check_close(m.weight.grad().to_vector<double>(), {5.290074021, 6.394929106, 11.32635507, 20.04575819, 23.14204613,
+                                                    29.80889335, 8.368032179, 7.095332901});
+  check_close(m.bias.grad().to_vector<double>(),
+              {-0.2489198378, -3.899647165, 8.589731099, -70.39691133, 78.33439181, -85.19826392});
+  CHECK(m.describe() == "ConvTranspose2d(4 -> 6, 3x3, stride 2, pad 1, output_padding 1, groups 2, bias)");
+}
+
+TEST_CASE("ConvTranspose2d's output_size picks the output padding within PyTorch's range", "[nn][parity][conv]") {
+  nn::ConvTranspose2d m(nn::ConvTranspose2dOptions(4, 6, 3).stride(2).padding(1).groups(2));
+  m.to(DType::F64);
+  {
+    NoGradGuard no_grad;
+    m.weight.copy_(filled({4, 3, 3, 3}, [](double i) { return std::sin(0.37 * i); }));
+    m.bias.copy_(from_vector<double>({0.1, -0.2, 0.3, -0.4, 0.5, -0.6}));
+  }
+  Tensor x = filled({2, 4, 3, 2}, [](double i) { return std::cos(0.53 * i); });
+  // m(x, output_size=[5, 4]): smallest 5 x 3, largest 6 x 4, so output padding (0, 1).
+  Tensor y = m.forward(x, {5, 4});
+  REQUIRE(y.shape() == Shape{2, 6, 5, 4});
+  CHECK(y.sum().item<double>() == Approx(-46.99961614).epsilon(1e-8));
+  CHECK(m.forward(x, {2, 6, 6, 3}).shape() == Shape{2, 6, 6, 3});  // the whole shape is taken too
+  // torch: "requested an output size of (7, 4), but valid sizes range from [5, 3] to [6, 4] (for an input of torch.Size([3, 2]))"
+  CHECK_THROWS_WITH(m.forward(x, {7, 4}), Catch::Contains("ConvTranspose2d") &&
+                                              Catch::Contains("valid sizes range from [5, 3] to [6, 4]"));
+  CHECK_THROWS_WITH(m.forward(x, {4, 4}), Catch::Contains("requested an output size of [4, 4]"));
+  CHECK_THROWS_WITH(m.forward(x, {5}), Catch::Contains("output_size must have 2 or 4 elements (got 1)"));
+  // Unbatched input [C, H, W], output padding 1 from the module when no size is asked.
+  nn::ConvTranspose2d u(nn::ConvTranspose2dOptions(1, 1, 3).stride(3).padding(1));
+  CHECK(u.forward(ones({1, 4, 5}), {11, 14}).shape() == Shape{1, 11, 14});
+}
+
+TEST_CASE("ConvTranspose2d with dilation and no bias, unbatched, and its refusals", "[nn][parity][conv]") {
+  // torch.nn.ConvTranspose2d(2, 3, 2, dilation=2, bias=False).double(), weight sin(0.71 i), input cos(0.29 i) [2, 3, 3].
+  nn::ConvTranspose2d m(nn::ConvTranspose2dOptions(2, 3, 2).dilation(2).bias(false));
+  m.to(DType::F64);
+  CHECK_FALSE(m.bias.defined());
+  CHECK(m.named_parameters().size() == 1);
+  {
+    NoGradGuard no_grad;
+    m.weight.copy_(filled({2, 3, 2, 2}, [](double i) { return std::sin(0.71 * i); }));
+  }
+  Tensor y = m(filled({2, 3, 3}, [](double i) { return std::cos(0.29 * i); }));
+  REQUIRE(y.shape() == Shape{3, 5, 5});
+  CHECK(y.sum().item<double>() == Approx(2.801177846).epsilon(1e-8));
+  check_close(y.to_vector<double>(), {-0.6777809014, -0.7634527393, -0.3003722917, 0.4366880292, 0.3519126286,
+                                      -0.7416933468, -0.6360792921, -0.2395966123, 0.1037289093, -0.03895302882});
+  CHECK_THROWS_WITH(nn::ConvTranspose2d(nn::ConvTranspose2dOptions(3, 4, 3).groups(2)),
+                    Catch::Contains("ConvTranspose2d") && Catch::Contains("divisible by groups 2"));
+  nn::ConvTranspose2d four(nn::ConvTranspose2dOptions(4, 4, 3).groups(2));
+  CHECK_THROWS_WITH(four(ones({1, 3, 4, 4})), Catch::Contains("to have 4 channels, but got 3 channels instead"));
+}
+
+TEST_CASE("ConvTranspose2d's default init bounds use fan_in = out/groups * kh * kw", "[nn][parity][init]") {
+  Generator gen(5);
+  // weight [16, 32 / 4, 3, 3]: fan_in 8 * 9 = 72 (not in * 9 = 144), bound 1/sqrt(72) for both.
+  nn::ConvTranspose2d m(nn::ConvTranspose2dOptions(16, 32, 3).groups(4), &gen);
+  REQUIRE(m.weight.shape() == Shape{16, 8, 3, 3});
+  const double bound = 1.0 / std::sqrt(72.0);
+  float lo = 1, hi = -1;
+  for (float v : m.weight.to_vector<float>()) lo = std::min(lo, v), hi = std::max(hi, v);
+  CHECK(hi <= bound);
+  CHECK(lo >= -bound);
+  CHECK(hi > 0.95 * bound);  // 1152 draws use the range
+  CHECK(lo < -0.95 * bound);
+  float bmax = 0;
+  for (float v : m.bias.to_vector<float>()) bmax = std::max(bmax, std::fabs(v));
+  CHECK(bmax <= bound);
+  CHECK(bmax > 0.5 * bound);
+}
+
+TEST_CASE("Padding layers pad as torch.nn's and print as its repr", "[nn][parity][pad]") {
+  Tensor x = arange(0, 18, 1, DType::F64).reshape({2, 1, 3, 3});
+  // torch.nn.ZeroPad2d((1, 0, 2, 1))(x), first image
+  nn::ZeroPad2d zero({1, 0, 2, 1});
+  Tensor z = zero(x);
+  REQUIRE(z.shape() == Shape{2, 1, 6, 4});
+  check_close(z.to_vector<double>(), {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 0, 3, 4, 5, 0, 6, 7, 8, 0, 0, 0, 0});
+  CHECK(zero.describe() == "ZeroPad2d((1, 0, 2, 1))");
+  // torch.nn.ReflectionPad2d((2, 1, 0, 1))(x)
+  nn::ReflectionPad2d reflect({2, 1, 0, 1});
+  check_close(reflect(x).to_vector<double>(), {2, 1, 0, 1, 2, 1, 5, 4, 3, 4, 5, 4, 8, 7, 6, 7, 8, 7, 5, 4, 3, 4, 5, 4,
+                                               11, 10, 9, 10, 11, 10, 14, 13, 12, 13, 14, 13, 17, 16, 15, 16, 17, 16});
+  CHECK(reflect.describe() == "ReflectionPad2d((2, 1, 0, 1))");
+  // torch.nn.ReplicationPad1d((2, 1)) and ConstantPad1d(1, -2.0) on x[0, 0] ([3, 3]: unbatched 1d)
+  Tensor row = x.select(0, 0).select(0, 0);
+  check_close(nn::ReplicationPad1d({2, 1})(row).to_vector<double>(), {0, 0, 0, 1, 2, 2, 3, 3, 3, 4, 5, 5, 6, 6, 6, 7, 8, 8});
+  nn::ConstantPad1d constant(1, -2.0);
+  check_close(constant(row).to_vector<double>(), {-2, 0, 1, 2, -2, -2, 3, 4, 5, -2, -2, 6, 7, 8, -2});
+  CHECK(nn::ConstantPad2d(1, 3.5).describe() == "ConstantPad2d(padding=(1, 1, 1, 1), value=3.5)");
+  CHECK(nn::ReplicationPad1d(2).describe() == "ReplicationPad1d((2, 2))");
+  // torch: "Padding size should be less than the corresponding input dimension, but got: padding (3, 3) at dimension 3 of input 4"
+  CHECK_THROWS_WITH(nn::ReflectionPad2d(3)(x), Catch::Contains("pad"));
+  CHECK_THROWS_WITH(nn::ZeroPad2d({1, 2, 3}), Catch::Contains("ZeroPad2d") && Catch::Contains("one size or 4 sizes, got 3"));
+  // Gradients reach the input through the module (the op's own gradients are checked in test_pad).
+  Tensor xg = x.clone().requires_grad_(true);
+  nn::ReplicationPad2d(1)(xg).sum().backward();
+  CHECK(xg.grad().to_vector<double>()[0] == 4.0);  // a corner is copied into 3 padded cells and itself
+  auto clone = reflect.clone_structure();
+  CHECK(clone->describe() == "ReflectionPad2d((2, 1, 0, 1))");
+}
+
+TEST_CASE("Softplus module with beta and threshold matches torch.nn.Softplus", "[nn][parity]") {
+  // torch.nn.Softplus(beta=2, threshold=3)(x): above beta x > 3 it returns x.
+  nn::Softplus sp(nn::SoftplusOptions().beta(2).threshold(3));
+  Tensor x = from_vector<double>({-3.0, -0.5, 0.0, 1.0, 1.5, 1.6, 4.0});
+  check_close(sp(x).to_vector<double>(), {0.0012378426, 0.15663084, 0.34657359, 1.063464, 1.5242937, 1.6, 4}, 1e-7);
+  CHECK(sp.describe() == "Softplus(beta=2, threshold=3)");
+  CHECK(nn::Softplus().describe() == "Softplus(beta=1, threshold=20)");
+}
+
+TEST_CASE("Hardtanh and ReLU6 match torch's values and pass the gradient only strictly inside", "[nn][parity]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> xs = {-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 6.0, 7.0, nan};
+  auto run = [&](nn::Layer& layer, const std::vector<double>& want_y, const std::vector<double>& want_g) {
+    Tensor x = from_vector<double>(xs).requires_grad_(true);
+    Tensor y = layer(x);
+    y.backward(ones_like(y));
+    const std::vector<double> got = y.to_vector<double>();
+    for (size_t i = 0; i + 1 < xs.size(); ++i) CHECK(got[i] == want_y[i]);
+    CHECK(std::isnan(got.back()));  // NaN propagates, and its gradient passes (torch's hardtanh_backward)
+    CHECK(x.grad().to_vector<double>() == want_g);
+  };
+  // torch.nn.Hardtanh()(x), Hardtanh(-0.5, 1.0)(x), ReLU6()(x); y.backward(ones)
+  nn::Hardtanh unit;
+  run(unit, {-1, -1, -0.5, 0, 0.5, 1, 1, 1}, {0, 0, 1, 1, 1, 0, 0, 0, 1});
+  nn::Hardtanh narrow(-0.5, 1.0);
+  run(narrow, {-0.5, -0.5, -0.5, 0, 0.5, 1, 1, 1}, {0, 0, 0, 1, 1, 0, 0, 0, 1});
+  nn::ReLU6 six;
+  run(six, {0, 0, 0, 0, 0.5, 1, 6, 6}, {0, 0, 0, 0, 1, 1, 0, 0, 1});
+  CHECK(unit.describe() == "Hardtanh(min_val=-1, max_val=1)");
+  CHECK(six.describe() == "ReLU6()");
+  CHECK_THROWS_WITH(nn::Hardtanh(1.0, -1.0), Catch::Contains("Hardtanh") && Catch::Contains("must be greater"));
+  CHECK_THROWS_WITH(hardtanh(ones({3}), 1.0, -1.0), Catch::Contains("hardtanh: min_val (1) must not be greater"));
+  // bf16 keeps its dtype; the bounds are bf16 values.
+  CHECK(hardtanh(from_vector<double>({-3.0, 0.3, 3.0}).to(DType::BF16)).dtype() == DType::BF16);
+}
+
+TEST_CASE("PReLU per channel and with one slope matches torch.nn.PReLU, forward and backward", "[nn][parity]") {
+  // torch.nn.PReLU(3) with weight (0.25, -0.5, 2.0) on x [2, 3, 2, 1] (each channel's value repeated
+  // along H); loss sum(y * arange(12)).
+  nn::PReLU p(3);
+  p.to(DType::F64);
+  CHECK(p.weight.to_vector<double>() == std::vector<double>(3, 0.25));  // PyTorch's init 0.25
+  {
+    NoGradGuard no_grad;
+    p.weight.copy_(from_vector<double>({0.25, -0.5, 2.0}));
+  }
+  Tensor x = from_vector<double>({-1, -1, 0, 0, 2, 2, 3, 3, -4, -4, 0.5, 0.5}, {2, 3, 2, 1}).requires_grad_(true);
+  Tensor y = p(x);
+  CHECK(y.to_vector<double>() == std::vector<double>{-0.25, -0.25, -0.0, -0.0, 2, 2, 3, 3, 2, 2, 0.5, 0.5});
+  CHECK(std::signbit(y.to_vector<double>()[2]));  // -0.5 * 0 is -0, as torch's
+  sum(y * arange(0, 12, 1, DType::F64).reshape({2, 3, 2, 1})).backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 0.25, -1, -1.5, 4, 5, 6, 7, -4, -4.5, 10, 11});
+  CHECK(p.weight.grad().to_vector<double>() == std::vector<double>{-1, -68, 0});
+  CHECK(p.describe() == "PReLU(num_parameters=3)");
+  // torch.nn.PReLU() on [-1, 0, 2]: sum's gradient 0.25 at 0 (the slope), weight's -1.
+  nn::PReLU one;
+  one.to(DType::F64);
+  Tensor z = from_vector<double>({-1.0, 0.0, 2.0}).requires_grad_(true);
+  Tensor o = one(z);
+  o.sum().backward();
+  CHECK(o.to_vector<double>() == std::vector<double>{-0.25, 0, 2});
+  CHECK(z.grad().to_vector<double>() == std::vector<double>{0.25, 0.25, 1});
+  CHECK(one.weight.grad().to_vector<double>() == std::vector<double>{-1});
+  CHECK_THROWS_WITH(p(ones({2, 4})), Catch::Contains("prelu: Mismatch of parameter numbers and input channel size. "
+                                                     "Found parameter numbers = 3 and channel size = 4."));
+  CHECK_THROWS_WITH(prelu(ones({2, 3}), ones({1, 3})), Catch::Contains("scalar or 1D tensor, but got ndim = 2"));
+  // A bf16 input with the f32 weight gives bf16 (torch 1.13 too); under CPU autocast an f32 input
+  // runs in bf16 (PyTorch 2.x's lower-precision row; 1.13 left prelu in f32 there).
+  nn::PReLU f32_slopes(3);
+  CHECK(f32_slopes(ones({2, 3}).to(DType::BF16)).dtype() == DType::BF16);
+  amp::autocast scope(DeviceType::CPU);
+  Tensor under = f32_slopes(ones({2, 3}));
+  CHECK(under.dtype() == DType::BF16);
+  CHECK(under.grad_fn()->amp.policy == "lower_precision");
 }

@@ -106,3 +106,28 @@ TEST_CASE("pad refuses what F.pad refuses, naming the problem", "[pad][errors]")
   CHECK_THROWS_WITH(nn::functional::pad(ones({1, 2, 3}), {1, 1}, "bogus"), Contains("unrecognised padding mode 'bogus'"));
   CHECK_THROWS_WITH(pad(Tensor(), {1, 1}), Contains("pad"));
 }
+
+TEST_CASE("pad under CPU autocast: reflect and replicate run in f32, as PyTorch's fp32 list says", "[pad][amp]") {
+  // torch 1.13, autocast('cpu', bfloat16), F.pad(x, (1, 1, 1, 1), mode): reflect and replicate give
+  // f32 for a bf16 input; constant and circular keep bf16, and leave an f32 input f32.
+  Tensor x = ones({1, 2, 3, 4});
+  Tensor xb = x.to(DType::BF16);
+  amp::autocast scope(DeviceType::CPU);
+  const std::vector<int64_t> four = {1, 1, 1, 1};
+  CHECK(pad(xb, four, PadMode::Reflect).dtype() == DType::F32);
+  CHECK(pad(xb, four, PadMode::Replicate).dtype() == DType::F32);
+  CHECK(pad(xb.select(0, 0), {1, 1}, PadMode::Replicate).dtype() == DType::F32);
+  CHECK(pad(xb, four, PadMode::Constant).dtype() == DType::BF16);
+  CHECK(pad(x.select(0, 0).to(DType::BF16), four, PadMode::Circular).dtype() == DType::BF16);
+  CHECK(pad(x, four, PadMode::Reflect).dtype() == DType::F32);
+  CHECK(pad(x, four, PadMode::Constant).dtype() == DType::F32);
+  // reflection_pad3d is on no list: a bf16 input stays bf16.
+  CHECK(pad(ones({1, 1, 3, 3, 3}).to(DType::BF16), {1, 1, 1, 1, 1, 1}, PadMode::Reflect).dtype() == DType::BF16);
+  // The f32 result's gradient reaches the bf16 input in bf16.
+  Tensor leaf = xb.clone().requires_grad_(true);
+  Tensor y = pad(leaf, four, PadMode::Reflect);
+  CHECK(y.grad_fn()->amp.policy == "fp32");
+  y.sum().backward();
+  REQUIRE(leaf.grad().dtype() == DType::BF16);
+  CHECK(leaf.grad().to(DType::F32).sum().item() == Approx(static_cast<double>(y.numel())));
+}

@@ -1,0 +1,48 @@
+#include "nn/upsample.h"
+
+#include <charconv>
+
+#include "framework/error.h"
+
+namespace minidl::nn {
+
+namespace {
+// A float as Python's repr writes it: the shortest round trip, "2.0" for a whole number.
+std::string python_float(double v) {
+  char buf[32];
+  const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  std::string s(buf, end);
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+// One value as itself, several as a Python tuple.
+template <class T, class Format>
+std::string value_or_tuple(const std::vector<T>& v, Format format) {
+  if (v.size() == 1) return format(v[0]);
+  std::string out = "(";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + format(v[i]);
+  return out + ")";
+}
+}  // namespace
+
+Upsample::Upsample(const InterpolateOptions& o) : options(o) {
+  MINIDL_CHECK(o.size_.empty() != o.scale_factor_.empty(), "Upsample", "give exactly one of size and scale_factor");
+  MINIDL_CHECK(!o.align_corners_ || o.mode_ == InterpolateMode::Linear || o.mode_ == InterpolateMode::Bilinear, "Upsample",
+               "align_corners option can only be set with the interpolating modes: linear | bilinear");
+}
+
+Tensor Upsample::forward(const Tensor& input) {
+  auto scope = forward_scope();
+  return interpolate(input, options);
+}
+
+std::string Upsample::describe() const {
+  const std::string what =
+      options.scale_factor_.empty()
+          ? "size=" + value_or_tuple(options.size_, [](int64_t v) { return std::to_string(v); })
+          : "scale_factor=" + value_or_tuple(options.scale_factor_, python_float);
+  return detail::concat("Upsample(", what, ", mode=", interpolate_mode_name(options.mode_), ")");
+}
+
+}  // namespace minidl::nn

@@ -1,0 +1,24 @@
+// Upsample: torch.nn.Upsample(size | scale_factor, mode, align_corners, recompute_scale_factor) as a
+// module over interpolate (ops/nn_ops.h).
+#pragma once
+#include <string>
+
+#include "nn/module.h"
+#include "ops/nn_ops.h"
+
+namespace minidl::nn {
+
+class Upsample : public Layer {
+ public:
+  // Checks what interpolate would refuse whatever the input: both or neither of size and
+  // scale_factor, align_corners with a nearest mode.
+  explicit Upsample(const InterpolateOptions& options);
+  Tensor forward(const Tensor& input) override;
+  std::string type_name() const override { return "Upsample"; }
+  ModulePtr clone_structure() const override { return std::make_shared<Upsample>(options); }
+  // PyTorch's repr: "Upsample(scale_factor=2.0, mode=nearest)", "Upsample(size=(4, 5), mode=bilinear)"
+  std::string describe() const override;
+  InterpolateOptions options;
+};
+
+}  // namespace minidl::nn
