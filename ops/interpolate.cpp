@@ -18,19 +18,13 @@ constexpr InterpolateMode kModes[] = {InterpolateMode::Nearest, InterpolateMode:
 
 bool is_linear(InterpolateMode m) { return m == InterpolateMode::Linear || m == InterpolateMode::Bilinear; }
 
-std::string sizes_str(const std::vector<int64_t>& v) {
-  std::string out = "[";
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
-  return out + "]";
-}
-
 // One value per spatial dim from a list of one (every dim) or `spatial` values.
 template <class T>
 std::vector<T> per_dim(const std::vector<T>& given, size_t spatial, const char* what, const std::vector<int64_t>& in_sizes) {
   if (given.size() == 1) return std::vector<T>(spatial, given[0]);
   MINIDL_CHECK(given.size() == spatial, "interpolate", "Input and ", what,
                " must have the same number of spatial dimensions, but got input with spatial dimensions of ",
-               sizes_str(in_sizes), " and ", what, " of ", given.size(), " values");
+               shape_str(in_sizes), " and ", what, " of ", given.size(), " values");
   return given;
 }
 
@@ -136,7 +130,7 @@ Tensor interpolate(const Tensor& x, const InterpolateOptions& o) {
   }
   for (size_t d = 0; d < spatial; ++d)
     MINIDL_CHECK(in_sizes[d] > 0 && out_sizes[d] > 0, op, "Input and output sizes should be greater than 0, but got input ",
-                 sizes_str(in_sizes), " and output ", sizes_str(out_sizes));
+                 shape_str(in_sizes), " and output ", shape_str(out_sizes));
 
   if (mode == InterpolateMode::Area) {  // adaptive average pooling, as PyTorch's
     if (spatial == 2) return adaptive_avg_pool2d(x, {out_sizes[0], out_sizes[1]});
