@@ -1,8 +1,10 @@
 // CPU reductions over any set of dims. The input is viewed as [kept, reduced]: when the reduced
 // dims lead a contiguous tensor (bias gradients: sum over the batch) rows are accumulated
 // column-wise in vector loops; otherwise each output reduces one contiguous row. Sums accumulate in
-// f32 (f64 for f64, i64 for integers) with several partial sums for speed and accuracy; a few
-// very long rows (a full sum) are split into fixed chunks across threads.
+// f32 (f64 for f64, i64 for integers). Floating sums are cascaded, as PyTorch's: short leaves summed
+// in vector lanes, leaves added pairwise, so the rounding error grows with log(n), not n (a running
+// f32 sum of 4M values of 0.1 was 4% off); a few very long rows (a full sum) are split into fixed
+// chunks across threads, the chunk sums added pairwise too.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -21,17 +23,17 @@ using acc_t = std::conditional_t<std::is_integral_v<T>, int64_t, compute_t<T>>;
 constexpr int64_t kSplitSumMin = int64_t{1} << 18;
 constexpr int64_t kSumChunk = int64_t{1} << 16;
 
+// Leaves of the cascade: rows of kLeaf values summed in 8 lanes, column blocks over kLeafRows rows.
+constexpr int64_t kLeaf = kBlock;
+constexpr int64_t kLeafRows = 64;
+
+// The sum of n <= kLeaf values in 8 lanes (vectorized), widened through a block for f16/bf16.
 template <class A, class T>
-A row_sum(const T* p, int64_t n) {
+A leaf_sum(const T* p, int64_t n) {
   if constexpr (is_low_precision_v<T>) {
-    A buf[kBlock];
-    A total = 0;
-    for (int64_t s = 0; s < n; s += kBlock) {
-      const int64_t m = std::min(kBlock, n - s);
-      load_block(p + s, buf, m);
-      total += row_sum<A, A>(buf, m);
-    }
-    return total;
+    A buf[kLeaf];
+    load_block(p, buf, n);
+    return leaf_sum<A, A>(buf, n);
   } else {
     A part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int64_t i = 0;
@@ -41,6 +43,56 @@ A row_sum(const T* p, int64_t n) {
     for (; i < n; ++i) total += static_cast<A>(p[i]);
     return total;
   }
+}
+
+// The sum of a contiguous row: integers exactly in one pass, floating values pairwise over leaves.
+template <class A, class T>
+A row_sum(const T* p, int64_t n) {
+  if (std::is_integral_v<A> || n <= kLeaf) {
+    if constexpr (std::is_integral_v<A>) {
+      A total = 0;
+      for (int64_t i = 0; i < n; ++i) total += static_cast<A>(p[i]);
+      return total;
+    }
+    return leaf_sum<A>(p, n);
+  }
+  const int64_t half = (n + kLeaf - 1) / kLeaf / 2 * kLeaf;  // whole leaves on the left
+  return row_sum<A>(p, half) + row_sum<A>(p + half, n - half);
+}
+
+// acc[j] = sum over rows [i0, i1) of x[i, j0 + j], j < m (rows of `stride` elements): rows added
+// one by one within a leaf of kLeafRows, leaves pairwise; integers in one pass.
+template <class A, class T>
+void column_sums(const T* px, int64_t stride, int64_t i0, int64_t i1, int64_t j0, int64_t m, A* acc) {
+  constexpr int64_t kCols = 512;  // callers pass m <= kCols
+  if (std::is_integral_v<A> || i1 - i0 <= kLeafRows) {
+    std::fill(acc, acc + m, A(0));
+    for (int64_t i = i0; i < i1; ++i) {
+      const T* p = px + i * stride + j0;
+      if constexpr (is_low_precision_v<T>) {
+        A row[kCols];
+        load_block(p, row, m);
+        for (int64_t j = 0; j < m; ++j) acc[j] += row[j];
+      } else {
+        for (int64_t j = 0; j < m; ++j) acc[j] += static_cast<A>(p[j]);
+      }
+    }
+    return;
+  }
+  const int64_t half = i0 + (i1 - i0 + kLeafRows - 1) / kLeafRows / 2 * kLeafRows;
+  A right[kCols];
+  column_sums<A>(px, stride, i0, half, j0, m, acc);
+  column_sums<A>(px, stride, half, i1, j0, m, right);
+  for (int64_t j = 0; j < m; ++j) acc[j] += right[j];
+}
+
+// Chunk sums added pairwise, in an order fixed by their count.
+template <class A>
+A pairwise_total(const A* v, int64_t n) {
+  if (n == 0) return A(0);
+  if (n == 1) return v[0];
+  const int64_t half = n / 2;
+  return pairwise_total(v, half) + pairwise_total(v + half, n - half);
 }
 
 template <class T>
@@ -72,19 +124,9 @@ void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& indices, const T
     parallel_for(kept, r, [&](int64_t b, int64_t e) {
       constexpr int64_t kCols = 512;
       A acc[kCols];
-      C row[kCols];
       for (int64_t j0 = b; j0 < e; j0 += kCols) {
         const int64_t m = std::min(kCols, e - j0);
-        std::fill(acc, acc + m, A(0));
-        for (int64_t i = 0; i < r; ++i) {
-          const T* p = px + i * kept + j0;
-          if constexpr (is_low_precision_v<T>) {
-            load_block(p, row, m);
-            for (int64_t j = 0; j < m; ++j) acc[j] += row[j];
-          } else {
-            for (int64_t j = 0; j < m; ++j) acc[j] += static_cast<A>(p[j]);
-          }
-        }
+        column_sums<A>(px, kept, 0, r, j0, m, acc);
         for (int64_t j = 0; j < m; ++j) o[j0 + j] = cast_scalar<T>(acc[j]);
       }
     });
@@ -95,7 +137,7 @@ void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& indices, const T
   const T* px = static_cast<const T*>(xp.raw_data());
   if (op == ReduceOp::Sum && kept < 8 && r >= kSplitSumMin) {
     // Few long rows (a full sum, a loss): each row is cut into fixed chunks summed in parallel,
-    // then the chunk sums are added in order: the result does not depend on the thread count.
+    // then the chunk sums are added pairwise: the result does not depend on the thread count.
     const int64_t chunks = (r + kSumChunk - 1) / kSumChunk;
     std::vector<A> part(static_cast<size_t>(chunks));
     for (int64_t k = 0; k < kept; ++k) {
@@ -103,9 +145,7 @@ void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& indices, const T
       parallel_for(chunks, kSumChunk, [&](int64_t b, int64_t e) {
         for (int64_t c = b; c < e; ++c) part[c] = row_sum<A>(p + c * kSumChunk, std::min(kSumChunk, r - c * kSumChunk));
       });
-      A total = 0;
-      for (A v : part) total += v;
-      o[k] = cast_scalar<T>(total);
+      o[k] = cast_scalar<T>(pairwise_total(part.data(), chunks));
     }
     return;
   }
