@@ -17,6 +17,7 @@
 // residual's gradient, which batch norm's backward then reads as its gy.
 #include "ops/common.h"
 #include "ops/nn_ops.h"
+#include "framework/warning.h"
 
 namespace minidl {
 
@@ -258,19 +259,32 @@ Tensor batch_norm_add_relu(const Tensor& x, const Tensor& residual, const Tensor
                          momentum, eps);
 }
 
-// Channel dropout (torch.nn.functional.dropout2d): one keep/drop draw per (n, c) plane from the
-// Philox stream, kept planes scaled by 1/(1-p); the mask broadcasts over H, W through mul.
+// Channel dropout (torch.nn.functional.dropout2d): one keep/drop draw per (n, c) slice from the
+// Philox stream, kept slices scaled by 1/(1-p); the mask [N, C, 1, ...] broadcasts through mul.
+// As PyTorch (1.13 and 2.x), a 3-D input is read as (N, C, L), channel-wise 1-D dropout, not as an
+// unbatched (C, H, W); other ranks from 2 up are dropped per (d0, d1) too; both with its warnings.
 Tensor dropout2d(const Tensor& x, double p, bool training, Generator* gen) {
   const char* op = "dropout2d";
   check_defined(x, op, "input");
   MINIDL_CHECK(p >= 0.0 && p <= 1.0, op, "dropout probability has to be between 0 and 1, but got ", p);
-  MINIDL_CHECK(x.dim() == 3 || x.dim() == 4, op, "expected 3-D (unbatched) or 4-D (batched) input, but got input of size ",
+  MINIDL_CHECK(x.dim() >= 2, op, "expected a batched input with channels ([N, C, H, W]), but got input of size ",
                shape_str(x.shape()));
+  if (x.dim() != 3 && x.dim() != 4)
+    warn("dropout2d: received a " + std::to_string(x.dim()) +
+         "-D input, which is deprecated and will result in an error in a future release. To retain the behavior "
+         "and silence this warning, please use dropout instead. Note that dropout2d exists to provide channel-wise "
+         "dropout on inputs with 2 spatial dimensions, a channel dimension, and an optional batch dimension "
+         "(i.e. 3D or 4D inputs).");
+  if (x.dim() == 3)
+    warn("dropout2d: received a 3-D input and assuming that channel-wise 1-D dropout behavior is desired - input "
+         "is interpreted as shape (N, C, L), where C is the channel dim. To maintain the 1-D channel-wise dropout "
+         "behavior, please switch to using dropout1d instead.");
   if (!training || p == 0.0) return x;
   check_floating(op, x);
   if (p == 1.0) return mul(x, 0.0);
   Shape ms(x.dim(), 1);
-  for (int64_t d = 0; d < x.dim() - 2; ++d) ms[d] = x.size(d);
+  ms[0] = x.size(0);
+  ms[1] = x.size(1);
   Tensor mask = new_empty(ms, x.dtype(), x.device());
   Generator& g = gen ? *gen : default_generator();
   const uint64_t offset = g.reserve(kernels::random_blocks(mask.numel()));

@@ -83,7 +83,8 @@ Tensor batch_norm_add_relu(const Tensor& x, const Tensor& residual, const Tensor
                            double momentum = 0.1, double eps = 1e-5);
 
 // Zeroes whole channels with probability p and scales the rest by 1/(1-p) (training only).
-// x [N, C, H, W] or [C, H, W] (one mask value per (n, c) plane).
+// One mask value per (n, c) slice of x [N, C, H, W]; a 3-D x is read as [N, C, L], as PyTorch does
+// (with its warning; it is not an unbatched [C, H, W]).
 Tensor dropout2d(const Tensor& x, double p = 0.5, bool training = true, Generator* gen = nullptr);
 
 // ---- padding (ops/pad.cpp), torch.nn.functional.pad

@@ -631,7 +631,38 @@ TEST_CASE("dropout2d drops whole channels", "[dropout]") {
   CHECK(dropout2d(x, 0.5, false).is_same(x));
   CHECK(dropout2d(x, 0.0, true).is_same(x));
   CHECK(max_abs(dropout2d(x, 1.0, true)) == 0.0);
-  CHECK(dropout2d(ones({4, 2, 2}), 0.5, true, &gen).shape() == Shape{4, 2, 2});  // unbatched
+}
+
+// PyTorch (1.13 and 2.x) reads a 3-D input as (N, C, L): one draw per (n, c) row, with a warning;
+// 2-D and 5-D inputs are dropped per (d0, d1) with its deprecation warning.
+TEST_CASE("dropout2d on 3-D and other ranks drops per (d0, d1) slice, warning as PyTorch", "[dropout]") {
+  std::vector<std::string> warnings;
+  auto previous = set_warning_handler([&](const std::string& m) { warnings.push_back(m); });
+  Generator gen(11);
+  for (const Shape& shape : {Shape{6, 5, 7}, Shape{6, 5}, Shape{6, 5, 2, 2, 3}}) {
+    warnings.clear();
+    Tensor y = dropout2d(ones(shape), 0.5, true, &gen);
+    REQUIRE(y.shape() == shape);
+    REQUIRE(warnings.size() == 1);
+    CHECK_THAT(warnings[0], Catch::Matchers::Contains("dropout2d") &&
+                                Catch::Matchers::Contains(std::to_string(shape.size()) + "-D input"));
+    const std::vector<double> v = y.to_vector<double>();
+    const int64_t slices = shape[0] * shape[1], inner = y.numel() / slices;
+    int dropped = 0;
+    for (int64_t s = 0; s < slices; ++s) {
+      const double first = v[s * inner];
+      CHECK((first == 0.0 || first == 2.0));
+      for (int64_t i = 1; i < inner; ++i) CHECK(v[s * inner + i] == first);
+      dropped += first == 0.0;
+    }
+    CHECK(dropped > 0);  // 30 draws at p = 0.5: each side at least once but with probability 2^-29
+    CHECK(dropped < slices);
+  }
+  warnings.clear();
+  dropout2d(ones({2, 3, 4, 4}), 0.5, true, &gen);
+  CHECK(warnings.empty());
+  set_warning_handler(previous);
+  CHECK_THROWS_WITH(dropout2d(ones({4}), 0.5), Catch::Matchers::Contains("dropout2d") && Catch::Matchers::Contains("[4]"));
 }
 
 TEST_CASE("pooling and batch_norm errors", "[pool][norm][errors]") {
