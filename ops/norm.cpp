@@ -91,7 +91,17 @@ Tensor group_norm(const Tensor& x_arg, int64_t num_groups, const Tensor& weight_
                "num_groups, but got input of shape ", shape_str(x.shape()), " and num_groups=", num_groups);
   check_affine(op, "weight", weight, x, {C});
   check_affine(op, "bias", bias, x, {C});
-  Tensor grouped = cast(x, stats_dtype(x)).reshape({N, num_groups, -1});
+  // PyTorch's F.group_norm check (train and eval): the sizes [N * C / G, G, *spatial] without G
+  // must not multiply to 1 (then every group holds one value).
+  int64_t group_size = C / num_groups;  // values per (n, group)
+  Shape verified{N * (C / num_groups), num_groups};
+  for (int64_t d = 2; d < x.dim(); ++d) {
+    verified.push_back(x.size(d));
+    group_size *= x.size(d);
+  }
+  MINIDL_CHECK(N * group_size != 1, op, "expected more than 1 value per channel when training, got input size ",
+               shape_str(verified));
+  Tensor grouped = cast(x, stats_dtype(x)).reshape({N, num_groups, group_size});
   Tensor y = standardize(grouped, {2}, eps).reshape(x.shape());
   Shape channel(x.dim(), 1);
   channel[1] = C;

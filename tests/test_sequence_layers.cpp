@@ -109,6 +109,22 @@ TEST_CASE("norms in f16/bf16 compute their statistics in f32 and round once", "[
   }
 }
 
+// F.group_norm's _verify_batch_size: an error exactly when [N * C / G, *spatial] multiplies to 1.
+TEST_CASE("group_norm refuses one value per group as PyTorch does", "[sequence][norm][errors]") {
+  using Catch::Matchers::Contains;
+  CHECK_THROWS_WITH(group_norm(ones({1, 4, 1}), 4), Contains("group_norm") && Contains("more than 1 value per channel") &&
+                                                         Contains("[1, 4, 1]"));
+  CHECK_THROWS_WITH(group_norm(ones({1, 4}), 4), Contains("group_norm") && Contains("[1, 4]"));
+  CHECK_THROWS_WITH(nn::GroupNorm(3, 3)(ones({1, 3, 1, 1})), Contains("group_norm") && Contains("[1, 3, 1, 1]"));
+  // Two samples, or two channels per group, or a spatial size of 2: PyTorch runs them (zeros where a
+  // group holds one value).
+  const Tensor one_each = group_norm(ones({2, 4, 1}), 4);
+  CHECK(max_abs_diff(one_each, zeros_like(one_each)) == 0.0);
+  CHECK(group_norm(ones({1, 4, 1}), 2).shape() == Shape{1, 4, 1});
+  CHECK(group_norm(ones({1, 4, 2}), 4).shape() == Shape{1, 4, 2});
+  CHECK(group_norm(ones({0, 4, 1}), 4).numel() == 0);
+}
+
 TEST_CASE("norm autocast rows are PyTorch's: FP32 on CUDA, None on CPU", "[sequence][norm][amp]") {
   for (const char* op : {"layer_norm", "group_norm"}) {
     CHECK(amp::policy_for(op, DeviceType::CUDA) == amp::CastPolicy::FP32);
