@@ -24,7 +24,6 @@ void adam_step(Optimizer& opt, bool decoupled) {
   NoGradGuard ng;
   for (const auto& group : opt.param_groups()) {
     const auto& o = static_cast<const O&>(*group.options);
-    validate(opt.name().c_str(), o);
     const AdamHyper h{o.lr_, o.betas_.first, o.betas_.second, o.eps_, o.weight_decay_, o.amsgrad_, o.maximize_, decoupled};
     AdamLists lists;
     for (const Tensor& param : group.params) {

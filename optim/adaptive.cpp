@@ -95,7 +95,6 @@ void RMSprop::step() {
   NoGradGuard ng;
   for (const auto& group : param_groups()) {
     const auto& o = options_of<RMSpropOptions>(group);
-    validate(o);
     for (const Tensor& param : group.params) {
       if (!param.grad().defined()) continue;
       const Tensor p = param.detach();
@@ -140,7 +139,6 @@ void Adagrad::step() {
   NoGradGuard ng;
   for (const auto& group : param_groups()) {
     const auto& o = options_of<AdagradOptions>(group);
-    validate(o);
     for (const Tensor& param : group.params) {
       if (!param.grad().defined()) continue;
       const Tensor p = param.detach();

@@ -47,7 +47,6 @@ void SGD::step() {
   NoGradGuard ng;
   for (const auto& group : param_groups()) {
     const auto& o = options_of<SGDOptions>(group);
-    validate(o);
     const SgdHyper h{o.lr_, o.momentum_, o.dampening_, o.weight_decay_, o.nesterov_, o.maximize_};
     // [0]: parameters whose momentum buffer exists (or that have none); [1]: those whose buffer is
     // created by this step (it receives d itself).

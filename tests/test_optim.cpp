@@ -418,6 +418,27 @@ TEST_CASE("optimizers validate their arguments with PyTorch's messages", "[optim
   CHECK_THROWS_WITH(SGD({x, x}, SGDOptions(0.1)), Catch::Contains("same parameter twice"));
 }
 
+// PyTorch checks the options when an optimizer is built, not at step: a rate a scheduler or the
+// user sets later (negative: gradient ascent; OneCycleLR's linear anneal ends below 0) is used as is.
+TEST_CASE("optimizers step with whatever rate was set after construction", "[optim]") {
+  auto run = [](auto make) {
+    Tensor a = from_vector<double>({1.0}).requires_grad_();
+    auto opt = make(a);
+    opt.param_groups()[0].options->set_lr(-0.5);
+    a.set_grad(from_vector<double>({1.0}));
+    opt.step();
+    return a.item();
+  };
+  CHECK(run([](Tensor a) { return SGD({a}, SGDOptions(0.1)); }) == 1.5);
+  CHECK(run([](Tensor a) { return SGD({a}, SGDOptions(0.1).momentum(0.9)); }) == 1.5);
+  // Adam's first step moves by -lr * g / (|g| + eps) = 0.5 / (1 + 1e-8).
+  const double adam = 1.0 + 0.5 / (1.0 + 1e-8);
+  CHECK(run([](Tensor a) { return Adam({a}, AdamOptions(0.1)); }) == Approx(adam).epsilon(1e-12));
+  CHECK(run([](Tensor a) { return AdamW({a}, AdamWOptions(0.1).weight_decay(0.0)); }) == Approx(adam).epsilon(1e-12));
+  CHECK(run([](Tensor a) { return Adagrad({a}, AdagradOptions(0.1)); }) == Approx(1.5).epsilon(1e-9));
+  CHECK(run([](Tensor a) { return RMSprop({a}, RMSpropOptions(0.1)); }) > 1.0);
+}
+
 namespace {
 // Two identical parameter sets; A runs 2 steps, its state is transferred (through `transfer`) to a
 // fresh optimizer B over a copy of A's parameters, then both run 3 more steps: they must agree
