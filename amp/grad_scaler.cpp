@@ -42,12 +42,13 @@ void check_options(const GradScalerOptions& o) {
 }  // namespace
 
 GradScaler::GradScaler(Device device, GradScalerOptions options) : device_(device), opt_(std::move(options)) {
-  check_options(opt_);
-  // As PyTorch: a CUDA scaler where CUDA cannot be used warns and disables itself.
+  // As PyTorch: a CUDA scaler where CUDA cannot be used warns and disables itself, and a disabled
+  // scaler takes its arguments unchecked (it never uses them).
   if (opt_.enabled && device_.is_cuda() && !cuda::is_available()) {
     warn("GradScaler is enabled, but CUDA is not available.  Disabling.");
     opt_.enabled = false;
   }
+  if (opt_.enabled) check_options(opt_);
 }
 
 void GradScaler::check_scale(const char* fn) const {

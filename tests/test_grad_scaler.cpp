@@ -162,6 +162,10 @@ TEST_CASE("the constructor validates every argument", "[amp][scaler]") {
   CHECK_THROWS_WITH(ok.set_backoff_factor(2.0), Catch::Contains("The backoff factor must be < 1.0."));
   CHECK_THROWS_WITH(amp::GradScaler(amp::GradScalerOptions().growth_interval_(0)), Catch::Contains("growth_interval"));
   CHECK_THROWS_WITH(amp::GradScaler(amp::GradScalerOptions().init_scale_(4).min_scale_(8)), Catch::Contains("min_scale"));
+  // As PyTorch, a disabled scaler (GradScaler(enabled=use_amp, ...)) does not check what it never uses.
+  amp::GradScaler off(amp::GradScalerOptions().enabled_(false).growth_factor_(0.5).init_scale_(0));
+  CHECK_FALSE(off.is_enabled());
+  CHECK(off.get_scale() == 1.0);
 }
 
 TEST_CASE("update(new_scale) sets the scale and keeps the tracker, min/max scale bound it", "[amp][scaler]") {
