@@ -31,7 +31,9 @@ namespace {
 Tensor weighted(const char* op, const Tensor& loss, const Tensor& weight, Reduction reduction) {
   MINIDL_CHECK(broadcast_shapes(loss.shape(), weight.shape(), op) == loss.shape(), op, "weight ",
                shape_str(weight.shape()), " does not broadcast to the input's shape ", shape_str(loss.shape()));
+  // PyTorch multiplies in place (loss.mul_(weight)): the loss keeps its dtype whatever the weight's.
   Tensor l = mul(loss, weight);
+  if (l.dtype() != loss.dtype()) l = cast(l, loss.dtype());
   switch (reduction) {
     case Reduction::None: return l;
     case Reduction::Sum: return sum(l);

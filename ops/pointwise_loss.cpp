@@ -76,7 +76,11 @@ Tensor huber_loss(const Tensor& input_arg, const Tensor& target_arg, Reduction r
   check_loss_pair(op, input, target);
   MINIDL_CHECK(delta > 0, op, "does not support non-positive values for delta, got ", delta);
   warn_if_target_broadcasts(op, input, target);
-  return apply_reduction(huber_node("HuberLossBackward", sub(input, target), delta, false), reduction);
+  // PyTorch's huber_loss writes into a tensor like the input (unlike smooth_l1_loss and mse_loss,
+  // which promote): an f32 input with an f64 target gives f32, computed in f64 and rounded once.
+  Tensor loss = huber_node("HuberLossBackward", sub(input, target), delta, false);
+  if (loss.dtype() != input.dtype()) loss = cast(loss, input.dtype());
+  return apply_reduction(loss, reduction);
 }
 
 Tensor kl_div(const Tensor& input_arg, const Tensor& target_arg, KLDivReduction reduction, bool log_target) {

@@ -118,6 +118,17 @@ TEST_CASE("huber_loss matches torch for every reduction and delta, and is delta 
     const float z = std::fabs(xv[i] - yv[i]), delta = 0.5f;
     CHECK(got[i] == (z < delta ? 0.5f * z * z : delta * (z - 0.5f * delta)));
   }
+  // The result has the input's dtype (torch: huber_loss(f32, f64) is f32, smooth_l1_loss's f64),
+  // computed in the promoted type and rounded once; the f64 target still gets its f64 gradient.
+  const Tensor yd = cast(yf, DType::F64).requires_grad_();
+  const Tensor each = cast(huber_loss(cast(xf, DType::F64), yd, Reduction::None, 0.5), DType::F32);
+  CHECK(huber_loss(xf, yd, Reduction::None, 0.5).to_vector<float>() == each.to_vector<float>());
+  CHECK(huber_loss(xf, yd, Reduction::Sum, 0.5).item() == sum(each).item());
+  CHECK(huber_loss(xf, yd, Reduction::Mean, 0.5).dtype() == DType::F32);
+  CHECK(huber_loss(cast(xf, DType::F64), yf).dtype() == DType::F64);
+  CHECK(smooth_l1_loss(xf, yd).dtype() == DType::F64);
+  sum(huber_loss(xf, yd, Reduction::None, 0.5)).backward();
+  CHECK(yd.grad().dtype() == DType::F64);
 }
 
 TEST_CASE("smooth_l1_loss and huber_loss gradients at the kinks, at inf and NaN, as torch", "[loss][smooth_l1][huber]") {

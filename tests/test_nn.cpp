@@ -447,6 +447,10 @@ TEST_CASE("loss modules forward to the functional losses with their options", "[
   Tensor ew = from_vector<float>({1, 0, 2});
   Tensor per = binary_cross_entropy_with_logits(z, t, Reduction::None);
   CHECK(nn::BCEWithLogitsLoss(nn::BCELossOptions().weight(ew)).forward(z, t).item() == Approx(mul(per, ew).mean().item()));
+  // A weight of another dtype leaves the loss's (torch: loss.mul_(weight); f64 weight, f32 loss).
+  const Tensor weighted = nn::BCEWithLogitsLoss(nn::BCELossOptions().weight(cast(ew, DType::F64))).forward(z, t);
+  CHECK(weighted.dtype() == DType::F32);
+  CHECK(weighted.item() == Approx(mul(per, ew).mean().item()));
   Tensor pw = from_vector<float>({3, 3, 3});
   CHECK(max_abs_diff(nn::BCEWithLogitsLoss(nn::BCELossOptions().pos_weight(pw)).forward(z, t),
                      binary_cross_entropy_with_logits(z, t, Reduction::Mean, pw)) == 0.0);
