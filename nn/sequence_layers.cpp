@@ -131,6 +131,7 @@ void Conv1d::reset_parameters(Generator* gen) {
 Tensor Conv1d::forward(const Tensor& x) {
   auto scope = forward_scope();
   const auto& o = options;
+  if (o.same_) return conv1d(x, weight, bias, o.stride_, ConvPadding::Same, o.dilation_, o.groups_);
   return conv1d(x, weight, bias, o.stride_, o.padding_, o.dilation_, o.groups_);
 }
 
@@ -138,7 +139,7 @@ std::string Conv1d::describe() const {
   const auto& o = options;
   return detail::concat("Conv1d(", o.in_channels, " -> ", o.out_channels, ", k", o.kernel_size,
                         o.stride_ != 1 ? ", stride " + std::to_string(o.stride_) : "",
-                        o.padding_ ? ", pad " + std::to_string(o.padding_) : "",
+                        o.same_ ? ", same" : (o.padding_ ? ", pad " + std::to_string(o.padding_) : ""),
                         o.groups_ != 1 ? ", groups " + std::to_string(o.groups_) : "", o.bias_ ? ", bias)" : ")");
 }
 

@@ -108,10 +108,12 @@ struct Conv1dOptions {
   int64_t in_channels, out_channels, kernel_size;
   int64_t stride_ = 1, padding_ = 0, dilation_ = 1, groups_ = 1;
   bool bias_ = true;
+  bool same_ = false;  // padding "same" (stride 1)
 
   Conv1dOptions(int64_t in, int64_t out, int64_t k) : in_channels(in), out_channels(out), kernel_size(k) {}
   Conv1dOptions& stride(int64_t s) { stride_ = s; return *this; }
-  Conv1dOptions& padding(int64_t p) { padding_ = p; return *this; }
+  Conv1dOptions& padding(int64_t p) { padding_ = p; same_ = false; return *this; }
+  Conv1dOptions& padding_same() { same_ = true; return *this; }
   Conv1dOptions& dilation(int64_t d) { dilation_ = d; return *this; }
   Conv1dOptions& groups(int64_t g) { groups_ = g; return *this; }
   Conv1dOptions& bias(bool b) { bias_ = b; return *this; }

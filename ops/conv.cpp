@@ -220,13 +220,12 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2 stride, S
   return conv2d_impl(kConv2dNaming, in[0], in[1], in[2], stride, padding, padding, dilation, groups);
 }
 
+namespace {
 // conv1d is conv2d over a height of 1 (a 1-row kernel, stride/padding/dilation 1/0/1 in height):
 // the same kernels, so it is exact and has every order of gradient that conv2d has. Its errors name
-// conv1d and show its own shapes.
-Tensor conv1d(const Tensor& x_arg, const Tensor& w_arg, const Tensor& b_arg, int64_t stride, int64_t padding,
-              int64_t dilation, int64_t groups) {
-  amp::AutocastInputs in(kConv1d, {x_arg, w_arg, b_arg});
-  const Tensor &x = in[0], &w = in[1], &b = in[2];
+// conv1d and show its own shapes. `pad_lo`/`pad_hi` pad the start and the end of the length; x, w and
+// b are past autocast.
+void check_conv1d(const Tensor& x, const Tensor& w) {
   const char* op = "conv1d";
   check_defined(x, op, "input");
   check_defined(w, op, "weight");
@@ -234,9 +233,39 @@ Tensor conv1d(const Tensor& x_arg, const Tensor& w_arg, const Tensor& b_arg, int
                size_str(x));
   MINIDL_CHECK(w.dim() == 3, op, "expected a 3-D weight [out, in/groups, k], but got weight of size ", size_str(w));
   check_floating(op, x);  // here, so that the message shows the input as passed, not with its unit height
-  const ConvNaming naming{op, true};
-  return conv2d_impl(naming, x.unsqueeze(-2), w.unsqueeze(2), b, {1, stride}, {0, padding}, {0, padding}, {1, dilation}, groups)
+}
+
+Tensor conv1d_padded(const Tensor& x, const Tensor& w, const Tensor& b, int64_t stride, int64_t pad_lo, int64_t pad_hi,
+                     int64_t dilation, int64_t groups) {
+  check_conv1d(x, w);
+  const ConvNaming naming{"conv1d", true};
+  return conv2d_impl(naming, x.unsqueeze(-2), w.unsqueeze(2), b, {1, stride}, {0, pad_lo}, {0, pad_hi}, {1, dilation}, groups)
       .squeeze(-2);
+}
+
+// PyTorch's padding='same' split of the total padding d*(k-1): an odd total puts the extra row or
+// column at the end.
+std::pair<int64_t, int64_t> same_padding(int64_t dilation, int64_t kernel) {
+  const int64_t total = dilation * (kernel - 1);
+  return {total / 2, total - total / 2};
+}
+}  // namespace
+
+Tensor conv1d(const Tensor& x_arg, const Tensor& w_arg, const Tensor& b_arg, int64_t stride, int64_t padding,
+              int64_t dilation, int64_t groups) {
+  amp::AutocastInputs in(kConv1d, {x_arg, w_arg, b_arg});
+  return conv1d_padded(in[0], in[1], in[2], stride, padding, padding, dilation, groups);
+}
+
+Tensor conv1d(const Tensor& x_arg, const Tensor& w_arg, const Tensor& b_arg, int64_t stride, ConvPadding padding,
+              int64_t dilation, int64_t groups) {
+  amp::AutocastInputs in(kConv1d, {x_arg, w_arg, b_arg});
+  const Tensor &x = in[0], &w = in[1], &b = in[2];
+  if (padding == ConvPadding::Valid) return conv1d_padded(x, w, b, stride, 0, 0, dilation, groups);
+  MINIDL_CHECK(stride == 1, "conv1d", "padding='same' is not supported for strided convolutions (got stride ", stride, ")");
+  check_conv1d(x, w);
+  const auto [lo, hi] = same_padding(dilation, w.size(2));
+  return conv1d_padded(x, w, b, stride, lo, hi, dilation, groups);
 }
 
 Tensor conv2d(const Tensor& x_arg, const Tensor& w_arg, const Tensor& b_arg, Size2 stride, ConvPadding padding,
@@ -248,13 +277,8 @@ Tensor conv2d(const Tensor& x_arg, const Tensor& w_arg, const Tensor& b_arg, Siz
                stride[0], ", ", stride[1], "])");
   check_defined(w, "conv2d", "weight");
   MINIDL_CHECK(w.dim() == 4, "conv2d", "expected a 4-D weight, but got weight of size ", size_str(w));
-  // Total padding d*(k-1) per dim; an odd total puts the extra row/column at the bottom/right.
   Size2 lo, hi;
-  for (int i = 0; i < 2; ++i) {
-    const int64_t total = dilation[i] * (w.size(2 + i) - 1);
-    lo[i] = total / 2;
-    hi[i] = total - lo[i];
-  }
+  for (int i = 0; i < 2; ++i) std::tie(lo[i], hi[i]) = same_padding(dilation[i], w.size(2 + i));
   return conv2d_impl(kConv2dNaming, x, w, b, stride, lo, hi, dilation, groups);
 }
 

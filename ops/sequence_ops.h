@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "framework/generator.h"
+#include "ops/nn_ops.h"  // ConvPadding
 #include "ops/tensor.h"
 
 namespace minidl {
@@ -45,6 +46,10 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
 // OL = (L + 2*padding - dilation*(K-1) - 1) / stride + 1.
 Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), int64_t stride = 1,
               int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1);
+// padding="valid" or "same" (stride 1; an odd total padding d*(k-1) puts the extra column at the
+// end, as PyTorch).
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride, ConvPadding padding,
+              int64_t dilation = 1, int64_t groups = 1);
 
 // ---- attention (ops/attention.cpp)
 struct AttentionOptions {

@@ -200,6 +200,31 @@ TEST_CASE("conv1d matches a direct f64 convolution (stride, padding, dilation, g
   CHECK_THROWS_WITH(conv1d(rnd({2, 4, 9}, 1), rnd({4, 4, 3, 3}, 2)), Contains("conv1d") && Contains("3-D weight"));
   CHECK_THROWS_WITH(conv1d(rnd({1, 4, 3}, 1, DType::I64), rnd({4, 4, 3}, 2)),
                     Contains("conv1d") && Contains("floating") && Contains("i64[1, 4, 3]"));
+  // padding='same': PyTorch 1.13's values (the extra column of an odd total padding at the end).
+  const Tensor line = arange(0, 7, 1, DType::F64).reshape({1, 1, 7}), taps = from_vector<double>({1, 2, 3, 4}, {1, 1, 4});
+  CHECK(conv1d(line, taps, Tensor(), 1, ConvPadding::Same).to_vector<double>() ==
+        std::vector<double>{11, 20, 30, 40, 50, 32, 17});
+  CHECK(conv1d(line, taps, Tensor(), 1, ConvPadding::Same, 2).to_vector<double>() ==
+        std::vector<double>{15, 22, 31, 40, 22, 28, 13});
+  CHECK(conv1d(line, taps, Tensor(), 1, ConvPadding::Valid).shape() == Shape{1, 1, 4});
+  CHECK_THROWS_WITH(conv1d(line, taps, Tensor(), 2, ConvPadding::Same),
+                    Contains("conv1d") && Contains("padding='same' is not supported for strided convolutions"));
+  // The layer: same length out for every kernel, dilation and groups; gradients as the padded form.
+  for (auto [k, dil, groups] : {std::tuple{3, 1, 1}, std::tuple{4, 1, 2}, std::tuple{4, 3, 4}, std::tuple{5, 2, 1}}) {
+    nn::Conv1d same(nn::Conv1dOptions(4, 8, k).padding_same().dilation(dil).groups(groups));
+    const Tensor x = rnd({2, 4, 9}, 30, DType::F64).requires_grad_();
+    same.to(DType::F64);
+    const Tensor y = same.forward(x);
+    CHECK(y.shape() == Shape{2, 8, 9});
+    const int64_t total = dil * (k - 1);
+    const Tensor xp = x.detach().requires_grad_();
+    const Tensor ref = conv1d(pad(xp, {total / 2, total - total / 2}), same.weight, same.bias, 1, 0, dil, groups);
+    CHECK(max_abs_diff(y, ref) < 1e-12);
+    sum(mul(y, y)).backward();
+    sum(mul(ref, ref)).backward();
+    CHECK(max_abs_diff(x.grad(), xp.grad()) < 1e-12);
+  }
+  CHECK(nn::Conv1d(nn::Conv1dOptions(1, 1, 4).padding_same()).describe() == "Conv1d(1 -> 1, k4, same, bias)");
   // Under CPU autocast it runs in bf16 and the weight gets an f32 gradient.
   nn::Conv1d layer(nn::Conv1dOptions(4, 6, 3).padding(1));
   CHECK(layer.weight.shape() == Shape{6, 4, 3});
