@@ -24,6 +24,7 @@ int64_t Tensor::stride(int64_t dim) const {
 
 bool Tensor::is_contiguous() const {
   const TensorImpl* i = impl();
+  if (numel() == 0) return true;  // as PyTorch: no element is out of place
   int64_t expected = 1;
   for (size_t d = i->sizes.size(); d-- > 0;) {
     if (i->sizes[d] == 1) continue;

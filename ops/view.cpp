@@ -147,11 +147,20 @@ Tensor Tensor::permute(const Shape& dims) const {
                  [inverse](const TensorList& g, const TensorList&) { return TensorList{g[0].permute(inverse)}; });
 }
 
+namespace {
+// A view with t's own shape and strides, and a node of its own, as PyTorch's no-op views (t() of a
+// vector, squeeze of a dim longer than 1): a hook or retain_grad on it must not land on t.
+Tensor identity_view(const Tensor& t, const char* node) {
+  return as_view(t, t.shape(), t.strides(), t.offset(), node,
+                 [](const TensorList& g, const TensorList&) { return TensorList{g[0]}; });
+}
+}  // namespace
+
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   if (dim() == 0) {
     wrap_dim(d0, 0, "transpose");  // only 0 and -1 are valid dims of a 0-dim tensor
     wrap_dim(d1, 0, "transpose");
-    return *this;
+    return identity_view(*this, "TransposeBackward");
   }
   Shape p(dim());
   std::iota(p.begin(), p.end(), 0);
@@ -161,7 +170,7 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
 
 Tensor Tensor::t() const {
   MINIDL_CHECK(dim() <= 2, "t", "expects a tensor with <= 2 dimensions, got ", dim());
-  return dim() < 2 ? *this : transpose(0, 1);
+  return dim() < 2 ? identity_view(*this, "TBackward") : transpose(0, 1);
 }
 
 namespace {
@@ -226,8 +235,7 @@ Tensor Tensor::unsqueeze(int64_t d) const {
 
 Tensor Tensor::squeeze(int64_t d) const {
   d = wrap_dim(d, dim(), "squeeze");  // a 0-dim tensor accepts 0 and -1
-  if (dim() == 0) return *this;
-  if (shape()[d] != 1) return *this;
+  if (dim() == 0 || shape()[d] != 1) return identity_view(*this, "SqueezeBackward");
   Shape s = shape(), st = strides();
   s.erase(s.begin() + d);
   st.erase(st.begin() + d);
@@ -318,6 +326,36 @@ void check_dense_destination(const char* op, const Tensor& t) {
   MINIDL_CHECK(dense, op, "in-place ", op, " needs a contiguous (or, on the CPU, channels-last) destination, got a strided view");
 }
 
+// PyTorch's overlap rule for an in-place op (get_overlap_status): a source that shares memory with
+// the destination in another layout or at another offset would be read after it was overwritten,
+// so it is refused; the same memory in the same layout (x.add_(x)) is fine. As PyTorch, only
+// tensors that cover their memory densely are compared (others are "too hard" and pass).
+bool dense_without_gaps(const Tensor& t) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of the dims longer than 1
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) > 1) dims.emplace_back(t.strides()[d], t.size(d));
+  std::sort(dims.begin(), dims.end());
+  int64_t expected = 1;
+  for (const auto& [stride, size] : dims) {
+    if (stride != expected) return false;
+    expected *= size;
+  }
+  return true;
+}
+
+void check_no_partial_overlap(const char* op, const Tensor& dst, const Tensor& src) {
+  if (dst.numel() == 0 || src.numel() == 0 || !dense_without_gaps(dst) || !dense_without_gaps(src)) return;
+  const char* a = static_cast<const char*>(dst.raw_data());
+  const char* b = static_cast<const char*>(src.raw_data());
+  const char* a_end = a + dst.numel() * element_size(dst.dtype());
+  const char* b_end = b + src.numel() * element_size(src.dtype());
+  const bool full = a == b && a_end == b_end && dst.strides() == src.strides();
+  MINIDL_CHECK(full || a_end <= b || b_end <= a, op,
+               "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
+               "memory location (destination ", dst.meta_str(), ", source ", src.meta_str(),
+               "). Please clone() the tensor before performing the operation.");
+}
+
 // PyTorch's checked conversion of a fill value: a value outside the dtype's range is an error
 // ("value cannot be converted to type uint8_t without overflow"), not a wrapped or infinite fill.
 // Floating dtypes take inf and NaN; bool takes anything. An integral value into u8 may be negative
@@ -363,6 +401,7 @@ const Tensor& Tensor::copy_(const Tensor& src) const {
                  "); clone() it before writing");
   MINIDL_CHECK(broadcast_shapes(shape(), src.shape(), "copy_") == shape(), "copy_", "source ",
                shape_str(src.shape()), " does not broadcast to destination ", shape_str(shape()));
+  if (src.device() == device()) check_no_partial_overlap("copy_", *this, src);
   Device kernel_device = device().is_cpu() ? src.device() : device();
   K().copy.get(kernel_device, dtype())(*this, src);
   bump_version();
@@ -379,6 +418,7 @@ const Tensor& Tensor::add_(const Tensor& other, double alpha) const {
   MINIDL_CHECK(broadcast_shapes(shape(), o.shape(), "add_") == shape(), "add_", "other ", shape_str(o.shape()),
                " does not broadcast to ", shape_str(shape()));
   check_dense_destination("add_", *this);
+  check_no_partial_overlap("add_", *this, o);
   K().binary.get(device(), dtype())(kernels::BinaryOp::Add, *this, *this, o.detach(), 0.0, alpha);
   bump_version();
   return *this;
@@ -402,6 +442,7 @@ const Tensor& Tensor::mul_(const Tensor& other) const {
   Tensor o = other.dtype() == dtype() ? other : cast(other.detach(), dtype());
   MINIDL_CHECK(broadcast_shapes(shape(), o.shape(), "mul_") == shape(), "mul_", "other ", shape_str(o.shape()),
                " does not broadcast to ", shape_str(shape()));
+  check_no_partial_overlap("mul_", *this, o);
   K().binary.get(device(), dtype())(kernels::BinaryOp::Mul, *this, *this, o.detach(), 0.0, 1.0);
   bump_version();
   return *this;

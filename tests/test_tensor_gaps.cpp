@@ -534,3 +534,57 @@ TEST_CASE("conv1d's errors name conv1d and show its 3-D shapes and 1-D hyper-par
                     Contains("conv2d") && Contains("weight of size [6, 4, 3, 3], expected input[2, 5, 10, 10]"));
   CHECK_THROWS_WITH(conv2d(zeros({2, 4, 2, 2}), zeros({6, 4, 3, 3})), Contains("conv2d") && Contains("(2 x 2). Kernel size: (3 x 3)"));
 }
+
+// PyTorch's overlap rule for in-place ops: a source sharing the destination's memory in another
+// layout or at another offset is refused (it would be read after being overwritten: y.add_(y.t())
+// gave [0, 3, 5, 6]); the same memory in the same layout, disjoint memory, and tensors with gaps
+// (PyTorch's "too hard" case) run. Cases and outcomes as torch 1.13 printed them.
+TEST_CASE("in-place ops refuse a partly overlapping source as PyTorch", "[tensor][inplace]") {
+  using Catch::Matchers::Contains;
+  auto square = [] { return arange(0, 4, 1, DType::F32).reshape({2, 2}); };
+  auto refused = [&](const std::function<void()>& f, const char* op) {
+    CHECK_THROWS_WITH(f(), Contains(op) && Contains("refer to a single memory location") && Contains("clone()"));
+  };
+  refused([&] { Tensor z = square(); z.add_(z.t()); }, "add_");
+  refused([&] { Tensor z = square(); z.add_(z.select(0, 0)); }, "add_");
+  refused([&] { Tensor z = square(); z.mul_(z.t()); }, "mul_");
+  refused([&] { Tensor z = square(); z.copy_(z.t()); }, "copy_");
+  refused([&] { Tensor z = arange(0, 6, 1, DType::F32); z.slice(0, 1, 5).copy_(z.slice(0, 0, 4)); }, "copy_");
+  Tensor z = square();
+  z.add_(z);
+  CHECK(z.to_vector<double>() == std::vector<double>{0, 2, 4, 6});
+  z.mul_(z.view({2, 2}));
+  CHECK(z.to_vector<double>() == std::vector<double>{0, 4, 16, 36});
+  Tensor line = arange(0, 6, 1, DType::F32);
+  line.slice(0, 0, 3).copy_(line.slice(0, 3, 6));
+  CHECK(line.to_vector<double>() == std::vector<double>{3, 4, 5, 3, 4, 5});
+  line = arange(0, 6, 1, DType::F32);
+  line.slice(0, 0, 6, 2).copy_(line.slice(0, 1, 6, 2));
+  CHECK(line.to_vector<double>() == std::vector<double>{1, 1, 3, 3, 5, 5});
+}
+
+// No-op views are views with a node of their own (PyTorch: SqueezeBackward1, TBackward0,
+// TransposeBackward0), so a hook on them sees only the gradient that flows through them.
+TEST_CASE("squeeze of a longer dim, t() of a vector and transpose of a 0-dim tensor are views of their own", "[tensor][autograd]") {
+  Tensor x = arange(0, 3, 1, DType::F32).requires_grad_();
+  for (int which = 0; which < 3; ++which) {
+    x.set_grad(Tensor());
+    Tensor base = which == 2 ? x.sum() : x;
+    Tensor v = which == 0 ? base.squeeze(0) : which == 1 ? base.t() : base.transpose(0, -1);
+    CHECK_FALSE(v.is_leaf());
+    CHECK(v.shape() == base.shape());
+    v.register_hook([](const Tensor& g) { return mul(g, 10.0); });
+    add(v.sum(), base.sum()).backward();
+    CHECK(x.grad().to_vector<double>() == std::vector<double>{11, 11, 11});
+  }
+  // Still views: a write through one shows in the base.
+  Tensor y = arange(0, 3, 1, DType::F32);
+  y.squeeze(0).fill_(7.0);
+  CHECK(y.to_vector<double>() == std::vector<double>{7, 7, 7});
+}
+
+TEST_CASE("an empty tensor is contiguous whatever its strides, as PyTorch", "[tensor]") {
+  Tensor e = zeros({0, 3}).t();
+  CHECK(e.is_contiguous());
+  CHECK(e.contiguous().is_same(e));
+}
