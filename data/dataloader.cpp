@@ -176,6 +176,9 @@ DataLoader::DataLoader(const Dataset& dataset, LoaderOptions options, std::share
   MINIDL_CHECK(!options_.sampler_ || options_.sampler_->dataset_size() == dataset_.size(), "DataLoader",
                "the sampler was made for ", options_.sampler_ ? options_.sampler_->dataset_size() : 0,
                " samples, the dataset has ", dataset_.size());
+  // PyTorch's RandomSampler refuses an empty dataset: an epoch of no batches would pass unseen.
+  MINIDL_CHECK(!options_.shuffle_ || dataset_.size() > 0, "DataLoader",
+               "num_samples should be a positive integer value, but got num_samples=0 (shuffle over an empty dataset)");
 }
 
 DataLoader::~DataLoader() = default;

@@ -27,7 +27,7 @@ struct Example {
 struct Batch {
   Tensor data;
   Tensor target;
-  std::vector<int64_t> indices;  // dataset indices of the rows, in order (filled by DataLoader)
+  std::vector<int64_t> indices = {};  // dataset indices of the rows, in order (filled by DataLoader)
   std::map<std::string, Tensor> fields = {};  // "= {}": Batch{data, target} stays warning-free
   // Rows in the batch: of data, else of the first field.
   int64_t size() const;

@@ -734,6 +734,35 @@ TEST_CASE("Normalize per channel and Compose", "[data][transforms]") {
   CHECK(run(3) == ref);
 }
 
+// A collate hook that returns a view into the dataset: the in-place transforms work on a copy, so
+// every epoch sees the stored values (they normalized the dataset itself again each epoch).
+TEST_CASE("transforms never write into the dataset through a batch that views it", "[data][transforms]") {
+  TensorDataset ds(arange(0, 16, 1, DType::F32).reshape({4, 1, 2, 2}), zeros({4}, DType::I64));
+  auto norm = std::make_shared<Normalize>(std::vector<float>{0.25f}, std::vector<float>{0.5f});
+  auto flip = std::make_shared<RandomHorizontalFlip>(1.0);
+  for (const std::shared_ptr<Transform>& transform : std::vector<std::shared_ptr<Transform>>{norm, flip}) {
+    DataLoader loader(ds, LoaderOptions().batch_size(1).collate([](std::vector<Example>&& samples) {
+                        return Batch{samples[0].data.unsqueeze(0), samples[0].target.unsqueeze(0)};
+                      }),
+                      transform);
+    for (int epoch = 0; epoch < 3; ++epoch)
+      for (auto& batch : loader) {  // sample 0 comes first (no shuffle): normalized -0.5, flipped [1, 0, 3, 2]
+        CHECK(batch.data.to_vector<float>()[0] == (transform == norm ? -0.5f : 1.0f));
+        break;
+      }
+    CHECK(ds.get(0).data.to_vector<float>() == std::vector<float>{0, 1, 2, 3});
+  }
+  // As PyTorch's RandomSampler, shuffling an empty dataset is an error; without shuffle, no batches.
+  TensorDataset empty(zeros({0, 2}), zeros({0}, DType::I64));
+  CHECK_THAT(error_of([&] { DataLoader(empty, LoaderOptions().batch_size(4).shuffle(true)); }),
+             Contains("DataLoader") && Contains("num_samples=0"));
+  CHECK(DataLoader(empty, LoaderOptions().batch_size(4)).size() == 0);
+  // A batch that alone holds its memory is still transformed in place (no copy).
+  Tensor own = ones({2, 1, 2, 2});
+  std::vector<int64_t> idx{0, 1};
+  CHECK(norm->apply(own, context(0, 0, idx)).is_same(own));
+}
+
 namespace {
 // Samples with two inputs and a dict-like field: a sequence (of per-sample length) and a mask.
 class PairsDataset : public data::Dataset {
