@@ -245,8 +245,11 @@ Tensor norm_gradient(const Tensor& x, const Tensor& n, const Tensor& g, double p
   if (p == 1.0) return mul(sign(x), g);
   const Tensor zero = zeros_like(g);
   if (std::isinf(p)) {
-    // The gradient is shared evenly by the elements at the extreme (as PyTorch's amax backward).
-    const Tensor at = cast(eq(abs(x), n), x.dtype());
+    // The gradient is shared evenly by the elements at the extreme (as PyTorch's amax backward);
+    // a NaN element is the extreme of a NaN norm (PyTorch 2.x; with sign(NaN) = 0 every gradient
+    // is then 0, as PyTorch's, not the NaN of a gradient shared among no extreme).
+    const Tensor ax = abs(x);
+    const Tensor at = add(cast(eq(ax, n), x.dtype()), cast(ne(ax, ax), x.dtype()));
     return mul(mul(sign(x), at), div(g, sum(at, dims, true)));
   }
   const Tensor scale = where(eq(n, 0.0), zero, div(g, pow(n, p - 1.0)));  // g / n^(p-1)

@@ -588,3 +588,21 @@ TEST_CASE("an empty tensor is contiguous whatever its strides, as PyTorch", "[te
   CHECK(e.is_contiguous());
   CHECK(e.contiguous().is_same(e));
 }
+
+// norm(x, inf) with a NaN element: the norm is NaN and, as PyTorch's backward (2.x counts the NaN
+// element as the extreme; times sign(NaN) = 0), every gradient is 0 (torch 1.13 printed [0, 0, 0];
+// it was all NaN here, the shared gradient divided by zero extremes).
+TEST_CASE("norm with p = inf gives a NaN norm PyTorch's zero gradient", "[tensor][reduce]") {
+  for (double p : {INFINITY, -INFINITY}) {
+    Tensor x = from_vector<double>({3.0, NAN, 1.0}).requires_grad_();
+    Tensor n = norm(x, p);
+    CHECK(std::isnan(n.item()));
+    n.backward();
+    const std::vector<double> g = x.grad().to_vector<double>();
+    CHECK(g == std::vector<double>{0.0, 0.0, 0.0});
+  }
+  // Without NaN: ties share the gradient (PyTorch's amax rule), signs kept.
+  Tensor y = from_vector<double>({-2.0, 2.0, 1.0}).requires_grad_();
+  norm(y, INFINITY).backward();
+  CHECK(y.grad().to_vector<double>() == std::vector<double>{-0.5, 0.5, 0.0});
+}
