@@ -13,10 +13,10 @@ namespace {
 constexpr uint64_t kCropSalt = 0x63726f70ull;  // "crop"
 constexpr uint64_t kFlipSalt = 0x666c6970ull;  // "flip"
 
-// Checks the batch and returns it contiguous and owning its memory: the transforms write in place,
-// so a batch that shares its storage with another tensor (a collate hook's or get_batch's view into
-// the dataset) is copied first, or the dataset itself would be transformed again every epoch
-// (torchvision's transforms return new tensors).
+// Checks the batch and returns a contiguous copy for the transform to write: as torchvision's
+// transforms, they return new tensors and never touch their input (writing in place transformed a
+// dataset again every epoch when a collate hook or get_batch handed out a view of it or the stored
+// tensor itself; a copy of one batch costs little beside loading it).
 Tensor prepare(const Tensor& batch, const char* who, int64_t min_dim, int64_t max_dim) {
   MINIDL_CHECK(batch.defined(), who, "batch is undefined");
   MINIDL_CHECK(batch.dtype() == DType::F32 && batch.device().is_cpu(), who,
@@ -24,8 +24,8 @@ Tensor prepare(const Tensor& batch, const char* who, int64_t min_dim, int64_t ma
   MINIDL_CHECK(batch.dim() >= min_dim && batch.dim() <= max_dim, who, "expected a batch with ", min_dim,
                max_dim > min_dim ? " to " + std::to_string(max_dim) : std::string(), " dims ([B, C, H, W] or [B, H, W]), got ",
                batch.meta_str());
-  const bool owned = batch.is_contiguous() && batch.impl()->storage.use_count() == 1;
-  return owned ? batch : batch.clone();
+  Tensor dense = batch.contiguous();  // a copy already unless the batch was contiguous
+  return dense.is_same(batch) ? batch.clone() : dense;
 }
 }  // namespace
 

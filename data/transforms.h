@@ -29,9 +29,8 @@ struct TransformContext {
 class Transform {
  public:
   virtual ~Transform() = default;
-  // Requires an f32 CPU batch whose first dim is the sample dim. May modify `batch` in place and
-  // return it when it alone holds its memory (a batch that shares it, a view into a dataset, is
-  // copied first), or return a new tensor (when the shape changes).
+  // Requires an f32 CPU batch whose first dim is the sample dim. Returns a new tensor and leaves
+  // `batch` as it was (as torchvision's transforms).
   virtual Tensor apply(Tensor batch, const TransformContext& ctx) const = 0;
   virtual std::string repr() const = 0;  // "RandomCrop(size=32, padding=4)"
 };

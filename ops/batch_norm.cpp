@@ -15,6 +15,8 @@
 // batch_norm_add_relu is relu(batch_norm(x) + residual), a ResNet block's tail: the normalize pass
 // also reads the residual (one pass instead of three); its backward masks gy once into the
 // residual's gradient, which batch norm's backward then reads as its gy.
+#include <atomic>
+
 #include "ops/common.h"
 #include "ops/nn_ops.h"
 #include "framework/warning.h"
@@ -269,13 +271,15 @@ Tensor dropout2d(const Tensor& x, double p, bool training, Generator* gen) {
   MINIDL_CHECK(p >= 0.0 && p <= 1.0, op, "dropout probability has to be between 0 and 1, but got ", p);
   MINIDL_CHECK(x.dim() >= 2, op, "expected a batched input with channels ([N, C, H, W]), but got input of size ",
                shape_str(x.shape()));
-  if (x.dim() != 3 && x.dim() != 4)
+  // Once per process each, as Python shows a warning once per call site.
+  static std::atomic<bool> warned_rank{false}, warned_3d{false};
+  if (x.dim() != 3 && x.dim() != 4 && !warned_rank.exchange(true))
     warn("dropout2d: received a " + std::to_string(x.dim()) +
          "-D input, which is deprecated and will result in an error in a future release. To retain the behavior "
          "and silence this warning, please use dropout instead. Note that dropout2d exists to provide channel-wise "
          "dropout on inputs with 2 spatial dimensions, a channel dimension, and an optional batch dimension "
          "(i.e. 3D or 4D inputs).");
-  if (x.dim() == 3)
+  if (x.dim() == 3 && !warned_3d.exchange(true))
     warn("dropout2d: received a 3-D input and assuming that channel-wise 1-D dropout behavior is desired - input "
          "is interpreted as shape (N, C, L), where C is the channel dim. To maintain the 1-D channel-wise dropout "
          "behavior, please switch to using dropout1d instead.");

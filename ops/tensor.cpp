@@ -34,10 +34,15 @@ bool Tensor::is_contiguous() const {
   return true;
 }
 
-bool Tensor::is_contiguous(MemoryFormat f) const { return is_dense_in(shape(), strides(), f); }
+bool Tensor::is_contiguous(MemoryFormat f) const {
+  return f == MemoryFormat::Contiguous ? is_contiguous() : is_dense_in(shape(), strides(), f);
+}
 
 MemoryFormat Tensor::suggest_memory_format() const {
-  return is_contiguous(MemoryFormat::ChannelsLast) && !is_contiguous() ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  // By the strides alone (an empty tensor counts as contiguous, but keeps its channels-last layout).
+  return is_contiguous(MemoryFormat::ChannelsLast) && !is_dense_in(shape(), strides(), MemoryFormat::Contiguous)
+             ? MemoryFormat::ChannelsLast
+             : MemoryFormat::Contiguous;
 }
 
 std::string Tensor::meta_str() const {

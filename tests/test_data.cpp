@@ -757,10 +757,12 @@ TEST_CASE("transforms never write into the dataset through a batch that views it
   CHECK_THAT(error_of([&] { DataLoader(empty, LoaderOptions().batch_size(4).shuffle(true)); }),
              Contains("DataLoader") && Contains("num_samples=0"));
   CHECK(DataLoader(empty, LoaderOptions().batch_size(4)).size() == 0);
-  // A batch that alone holds its memory is still transformed in place (no copy).
+  // A transform returns a new tensor and leaves its input alone, as torchvision's.
   Tensor own = ones({2, 1, 2, 2});
   std::vector<int64_t> idx{0, 1};
-  CHECK(norm->apply(own, context(0, 0, idx)).is_same(own));
+  CHECK(norm->apply(own, context(0, 0, idx)).to_vector<float>()[0] == 1.5f);
+  CHECK(flip->apply(own, context(0, 0, idx)).shape() == own.shape());
+  CHECK(own.to_vector<float>() == std::vector<float>(8, 1.0f));
 }
 
 namespace {

@@ -587,6 +587,10 @@ TEST_CASE("an empty tensor is contiguous whatever its strides, as PyTorch", "[te
   Tensor e = zeros({0, 3}).t();
   CHECK(e.is_contiguous());
   CHECK(e.contiguous().is_same(e));
+  CHECK(e.is_contiguous(MemoryFormat::Contiguous));
+  // An empty channels-last tensor still suggests (and clone keeps) channels-last.
+  Tensor cl = zeros({0, 3, 2, 2}).contiguous(MemoryFormat::ChannelsLast);
+  CHECK(cl.suggest_memory_format() == MemoryFormat::ChannelsLast);
 }
 
 // norm(x, inf) with a NaN element: the norm is NaN and, as PyTorch's backward (2.x counts the NaN
