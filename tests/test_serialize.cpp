@@ -309,7 +309,7 @@ TEST_CASE("corrupted and truncated files are rejected with the file and the prob
                "unknown field 'extra'");
   // The reference reader refuses a header that is not UTF-8 (InvalidHeader): a lone 0xFF, an
   // overlong '/', a surrogate, a sequence cut short.
-  for (const std::string bad : {std::string("a\xff"), std::string("a\xc0\xaf"), std::string("a\xed\xa0\x80"), std::string("a\xe2\x82")})
+  for (const std::string& bad : {std::string("a\xff"), std::string("a\xc0\xaf"), std::string("a\xed\xa0\x80"), std::string("a\xe2\x82")})
     expect_error(file_of("{\"" + bad + R"(":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", f32_bytes({1})),
                  "the header is not valid UTF-8");
   CHECK_THROWS_WITH(safetensors::load_file(dir.file("missing.safetensors")),
