@@ -23,11 +23,13 @@ using acc_t = std::conditional_t<std::is_integral_v<T>, int64_t, compute_t<T>>;
 constexpr int64_t kSplitSumMin = int64_t{1} << 18;
 constexpr int64_t kSumChunk = int64_t{1} << 16;
 
-// Leaves of the cascade: rows of kLeaf values summed in 8 lanes, column blocks over kLeafRows rows.
+// Leaves of the cascade: rows of kLeaf values summed in 8 lanes, column blocks over kLeafRows rows;
+// a leading-dims sum accumulates kSumCols columns at a time.
 constexpr int64_t kLeaf = kBlock;
 constexpr int64_t kLeafRows = 64;
+constexpr int64_t kSumCols = 512;
 
-// The sum of n <= kLeaf values in 8 lanes (vectorized), widened through a block for f16/bf16.
+// The sum of n values in 8 lanes (vectorized); f16/bf16 (n <= kLeaf) widened through a block.
 template <class A, class T>
 A leaf_sum(const T* p, int64_t n) {
   if constexpr (is_low_precision_v<T>) {
@@ -45,17 +47,11 @@ A leaf_sum(const T* p, int64_t n) {
   }
 }
 
-// The sum of a contiguous row: integers exactly in one pass, floating values pairwise over leaves.
+// The sum of a contiguous row: integers (exact) in one pass of lanes, floating values pairwise
+// over leaves.
 template <class A, class T>
 A row_sum(const T* p, int64_t n) {
-  if (std::is_integral_v<A> || n <= kLeaf) {
-    if constexpr (std::is_integral_v<A>) {
-      A total = 0;
-      for (int64_t i = 0; i < n; ++i) total += static_cast<A>(p[i]);
-      return total;
-    }
-    return leaf_sum<A>(p, n);
-  }
+  if (std::is_integral_v<A> || n <= kLeaf) return leaf_sum<A>(p, n);
   const int64_t half = (n + kLeaf - 1) / kLeaf / 2 * kLeaf;  // whole leaves on the left
   return row_sum<A>(p, half) + row_sum<A>(p + half, n - half);
 }
@@ -64,13 +60,12 @@ A row_sum(const T* p, int64_t n) {
 // one by one within a leaf of kLeafRows, leaves pairwise; integers in one pass.
 template <class A, class T>
 void column_sums(const T* px, int64_t stride, int64_t i0, int64_t i1, int64_t j0, int64_t m, A* acc) {
-  constexpr int64_t kCols = 512;  // callers pass m <= kCols
   if (std::is_integral_v<A> || i1 - i0 <= kLeafRows) {
     std::fill(acc, acc + m, A(0));
     for (int64_t i = i0; i < i1; ++i) {
       const T* p = px + i * stride + j0;
       if constexpr (is_low_precision_v<T>) {
-        A row[kCols];
+        A row[kSumCols];  // m <= kSumCols
         load_block(p, row, m);
         for (int64_t j = 0; j < m; ++j) acc[j] += row[j];
       } else {
@@ -80,19 +75,10 @@ void column_sums(const T* px, int64_t stride, int64_t i0, int64_t i1, int64_t j0
     return;
   }
   const int64_t half = i0 + (i1 - i0 + kLeafRows - 1) / kLeafRows / 2 * kLeafRows;
-  A right[kCols];
+  A right[kSumCols];
   column_sums<A>(px, stride, i0, half, j0, m, acc);
   column_sums<A>(px, stride, half, i1, j0, m, right);
   for (int64_t j = 0; j < m; ++j) acc[j] += right[j];
-}
-
-// Chunk sums added pairwise, in an order fixed by their count.
-template <class A>
-A pairwise_total(const A* v, int64_t n) {
-  if (n == 0) return A(0);
-  if (n == 1) return v[0];
-  const int64_t half = n / 2;
-  return pairwise_total(v, half) + pairwise_total(v + half, n - half);
 }
 
 template <class T>
@@ -122,10 +108,9 @@ void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& indices, const T
     // out[j] = sum_i x[i, j]: stream over rows, accumulating a block of columns at a time.
     const T* px = static_cast<const T*>(x.raw_data());
     parallel_for(kept, r, [&](int64_t b, int64_t e) {
-      constexpr int64_t kCols = 512;
-      A acc[kCols];
-      for (int64_t j0 = b; j0 < e; j0 += kCols) {
-        const int64_t m = std::min(kCols, e - j0);
+      A acc[kSumCols];
+      for (int64_t j0 = b; j0 < e; j0 += kSumCols) {
+        const int64_t m = std::min(kSumCols, e - j0);
         column_sums<A>(px, kept, 0, r, j0, m, acc);
         for (int64_t j = 0; j < m; ++j) o[j0 + j] = cast_scalar<T>(acc[j]);
       }
@@ -145,7 +130,7 @@ void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& indices, const T
       parallel_for(chunks, kSumChunk, [&](int64_t b, int64_t e) {
         for (int64_t c = b; c < e; ++c) part[c] = row_sum<A>(p + c * kSumChunk, std::min(kSumChunk, r - c * kSumChunk));
       });
-      o[k] = cast_scalar<T>(pairwise_total(part.data(), chunks));
+      o[k] = cast_scalar<T>(row_sum<A>(part.data(), chunks));  // the same cascade over chunk sums
     }
     return;
   }
