@@ -33,6 +33,14 @@ function(minidl_add_cuda_sources target)
     target_sources(${target} PRIVATE ${cuda_sources})
     target_compile_definitions(${target} PUBLIC MINIDL_WITH_CUDA=1)
     target_include_directories(${target} PRIVATE ${MINIDL_CUDNN_INCLUDE})
-    target_link_libraries(${target} PUBLIC CUDA::cudart CUDA::cublas ${MINIDL_CUDNN_LIB})
+    # cuBLAS is opened at run time on the first CUDA product (ops/cuda/cublas_library.h: linked, its
+    # cuBLASLt costs every program ~210 MB and ~0.35 s at start); the file found here is the fallback
+    # when the loader's search path does not reach it.
+    get_target_property(cublas_path CUDA::cublas IMPORTED_LOCATION)
+    if(cublas_path)
+      set_property(SOURCE ${PROJECT_SOURCE_DIR}/ops/cuda/cublas_library.cpp APPEND PROPERTY COMPILE_DEFINITIONS
+                   MINIDL_CUBLAS_BUILD_PATH="${cublas_path}")
+    endif()
+    target_link_libraries(${target} PUBLIC CUDA::cudart ${MINIDL_CUDNN_LIB} ${CMAKE_DL_LIBS})
   endif()
 endfunction()

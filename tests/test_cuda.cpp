@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -26,6 +27,11 @@
 #include "framework/cuda.h"
 #include "minidl.h"
 #include "framework/cuda/caching_allocator.h"
+#ifdef MINIDL_WITH_CUDA
+#include <dlfcn.h>
+
+#include "ops/cuda/cublas_library.h"
+#endif
 #include "framework/storage.h"
 #include "ops/foreach.h"
 #include "ops/kernels.h"
@@ -317,6 +323,40 @@ TEST_CASE("cuda: format_bytes", "[cuda]") {
   CHECK(cuda::format_bytes(1536) == "1.50 KiB (1536 bytes)");
   CHECK(cuda::format_bytes(3 * MiB) == "3.00 MiB (3145728 bytes)");
 }
+
+// ================================================================ libraries loaded on demand (no GPU needed)
+
+#ifdef MINIDL_WITH_CUDA
+namespace {
+bool mapped(const char* soname) {
+  void* h = dlopen(soname, RTLD_NOW | RTLD_NOLOAD);
+  if (h) dlclose(h);  // RTLD_NOLOAD still counts a reference
+  return h != nullptr;
+}
+#define MINIDL_STR2(x) #x
+#define MINIDL_STR(x) MINIDL_STR2(x)
+const char* const kCublasLt = "libcublasLt.so." MINIDL_STR(CUBLAS_VER_MAJOR);
+// Read before main, before any test can have multiplied on a GPU: what program start itself loads.
+const bool kCublasAtStart = kernels::cuda::cublas_loaded();
+const bool kCublasLtAtStart = mapped(kCublasLt);
+}  // namespace
+
+TEST_CASE("cuda: cuBLAS is not loaded at program start, only by the first CUDA product", "[cuda]") {
+  // Linked, cuBLAS (through cuBLASLt) made every program of a CUDA build ~210 MB larger and ~0.35 s
+  // slower to start, GPU or not (ops/cuda/cublas_library.h).
+  CHECK_FALSE(kCublasAtStart);
+  CHECK_FALSE(kCublasLtAtStart);
+  const kernels::cuda::CublasLibrary& lib = kernels::cuda::cublas();
+  CHECK(kernels::cuda::cublas_loaded());
+  CHECK(mapped(kCublasLt));
+  REQUIRE(lib.path != nullptr);
+  CHECK(lib.cublasCreate_v2 != nullptr);
+  CHECK(lib.cublasGemmEx != nullptr);
+  CHECK(lib.cublasGemmStridedBatchedEx != nullptr);
+  CHECK(std::string(lib.cublasGetStatusName(CUBLAS_STATUS_NOT_INITIALIZED)) == "CUBLAS_STATUS_NOT_INITIALIZED");
+  CHECK(&kernels::cuda::cublas() == &lib);  // opened once
+}
+#endif
 
 // ================================================================ device checks (skip without GPU)
 

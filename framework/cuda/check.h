@@ -1,6 +1,7 @@
-// Every CUDA, cuBLAS and cuDNN call is checked; a failure throws minidl::Error naming file:line,
-// the call and the library's message. The cuBLAS/cuDNN macros need cublas_v2.h / cudnn.h included
-// by the file that uses them (this header pulls in only the runtime).
+// Every CUDA and cuDNN call is checked; a failure throws minidl::Error naming file:line, the call
+// and the library's message. The cuDNN macro needs cudnn.h included by the file that uses it (this
+// header pulls in only the runtime). cuBLAS's check is in ops/cuda/cublas_library.h (it is loaded
+// at run time).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -22,15 +23,6 @@
     if (err_ != cudaSuccess)                                                                              \
       throw ::minidl::Error(::minidl::detail::concat(__FILE__, ":", __LINE__, ": launching ", name,       \
                                                      " failed: ", cudaGetErrorString(err_)));             \
-  } while (0)
-
-#define MINIDL_CUBLAS_CHECK(call)                                                                         \
-  do {                                                                                                    \
-    cublasStatus_t st_ = (call);                                                                          \
-    if (st_ != CUBLAS_STATUS_SUCCESS)                                                                     \
-      throw ::minidl::Error(::minidl::detail::concat(__FILE__, ":", __LINE__, ": ", #call, " failed: ",  \
-                                                     cublasGetStatusName(st_), " (",                      \
-                                                     cublasGetStatusString(st_), ")"));                   \
   } while (0)
 
 #define MINIDL_CUDNN_CHECK(call)                                                                          \

@@ -7,8 +7,6 @@
 // X^T column-major (op N, ld = row stride); unit row stride means it is X column-major (op T, ld =
 // column stride). Transposed views (w.t() in linear, s[0].t() in backward) therefore cost nothing.
 // Only views with no unit stride, or overlapping rows, are made contiguous first.
-#include <cublas_v2.h>
-
 #include <climits>
 #include <memory>
 #include <mutex>
@@ -16,6 +14,7 @@
 
 #include "framework/cuda.h"
 #include "ops/cuda/common.cuh"
+#include "ops/cuda/cublas_library.h"
 
 namespace minidl::kernels::cuda {
 
@@ -29,15 +28,16 @@ cublasHandle_t handle(int device) {
   static std::vector<Slot> slots(static_cast<size_t>(minidl::cuda::device_count()));
   Slot& s = slots.at(static_cast<size_t>(device));
   std::call_once(s.once, [&] {
+    const CublasLibrary& lib = cublas();
     minidl::cuda::DeviceGuard g(device);
     cublasHandle_t h = nullptr;
-    MINIDL_CUBLAS_CHECK(cublasCreate(&h));
+    MINIDL_CUBLAS_CHECK(lib.cublasCreate_v2(&h));
     try {
-      MINIDL_CUBLAS_CHECK(cublasSetStream(h, minidl::cuda::stream(device)));
+      MINIDL_CUBLAS_CHECK(lib.cublasSetStream_v2(h, minidl::cuda::stream(device)));
       // Tensor cores for f16/bf16 are the default; f32 stays exact f32 (no TF32).
-      MINIDL_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+      MINIDL_CUBLAS_CHECK(lib.cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
     } catch (...) {
-      cublasDestroy(h);  // call_once runs again on the next call, creating another
+      lib.cublasDestroy_v2(h);  // call_once runs again on the next call, creating another
       throw;
     }
     s.h = h;
@@ -123,13 +123,14 @@ void gemm(const Tensor& c, const Tensor& a, const Tensor& b, double alpha, doubl
   const void* pa = f64 ? static_cast<const void*>(&alpha) : static_cast<const void*>(&alpha_f);
   const void* pb = f64 ? static_cast<const void*>(&beta) : static_cast<const void*>(&beta_f);
   cublasHandle_t h = handle(dev);
+  const CublasLibrary& lib = cublas();
   // c^T [n x m] = op(B^T) [n x k] * op(A^T) [k x m]; ldc = n.
   if (!batched || batch == 1) {
-    MINIDL_CUBLAS_CHECK(cublasGemmEx(h, B.op, A.op, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), pa,
+    MINIDL_CUBLAS_CHECK(lib.cublasGemmEx(h, B.op, A.op, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), pa,
                                      B.ptr, dt, static_cast<int>(B.ld), A.ptr, dt, static_cast<int>(A.ld), pb,
                                      c.raw_data(), dt, static_cast<int>(n), compute, CUBLAS_GEMM_DEFAULT));
   } else {
-    MINIDL_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+    MINIDL_CUBLAS_CHECK(lib.cublasGemmStridedBatchedEx(
         h, B.op, A.op, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), pa, B.ptr, dt,
         static_cast<int>(B.ld), B.batch_stride, A.ptr, dt, static_cast<int>(A.ld), A.batch_stride, pb, c.raw_data(), dt,
         static_cast<int>(n), m * n, static_cast<int>(batch), compute, CUBLAS_GEMM_DEFAULT));
