@@ -197,6 +197,36 @@ TEST_CASE("max_pool2d: first maximum wins, NaN propagates, f16/bf16 exact", "[po
   }
 }
 
+TEST_CASE("max_pool2d: a window wholly in the padding gives -inf, PyTorch's index, and no gradient", "[pool]") {
+  // torch 1.13: F.max_pool2d(x [1,1,2,2], 2, stride=1, padding=1, dilation=3, return_indices=True)
+  // is one window, both taps in the padding: value -inf, index 6 (past the 2x2 plane). Its backward
+  // there writes the gradient at [6] and corrupts the heap; minidl's drops it.
+  for (bool channels_last : {false, true}) {
+    Tensor x = from_vector(std::vector<double>{1, 2, 3, 4}, {1, 1, 2, 2});
+    if (channels_last) x = x.contiguous(MemoryFormat::ChannelsLast);
+    x.requires_grad_(true);
+    MaxPoolResult r = max_pool2d_with_indices(x, {2, 2}, {1, 1}, {1, 1}, {3, 3});
+    REQUIRE(r.values.shape() == Shape{1, 1, 1, 1});
+    CHECK(std::isinf(r.values.item()));
+    CHECK(r.values.item() < 0);
+    CHECK(r.indices.item_int() == 6);  // torch 1.13 gives 6 too
+    sum(r.values * 2.0).backward();
+    CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 0, 0, 0});
+  }
+  // A larger plane: windows past the border on every side, some empty, some not; every gradient
+  // lands on the element its index names (under the sanitizers: and nowhere outside the plane).
+  Tensor x = random_tensor({2, 3, 5, 4}, 7).requires_grad_(true);
+  MaxPoolResult r = max_pool2d_with_indices(x, {2, 2}, {1, 1}, {3, 3}, {5, 5});
+  Tensor gy = random_tensor(r.values.shape(), 8);
+  sum(r.values * gy).backward();
+  std::vector<double> expect(static_cast<size_t>(x.numel()), 0.0), g = gy.to_vector<double>();
+  std::vector<int64_t> ind = r.indices.to_vector<int64_t>();
+  const int64_t P = r.values.size(2) * r.values.size(3), HW = 20;
+  for (size_t o = 0; o < ind.size(); ++o)
+    if (ind[o] >= 0 && ind[o] < HW) expect[(o / P) * HW + ind[o]] += g[o];
+  CHECK(max_diff(x.grad(), from_vector(expect, x.shape())) < 1e-12);
+}
+
 TEST_CASE("max_pool2d 2x2 rows of every width up to 40: ties in every order, NaNs, exact indices", "[pool]") {
   // Values from {0, 1, 2} make ties between every pair of a window's taps; the vector row kernel
   // (16 outputs a step, masked tails) must still pick the first maximum in row-major order.

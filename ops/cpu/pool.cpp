@@ -249,7 +249,10 @@ void max_pool_backward_channels_last(const Tensor& gx, const Tensor& gy, const T
       std::fill(acc.begin(), acc.end(), C(0));
       const int64_t* ind = ip + n * out_image;
       for (int64_t o = 0; o < g.OH * g.OW; ++o)
-        for (int64_t c = 0; c < Cn; ++c) acc[ind[o * Cn + c] * Cn + c] += gv[o * Cn + c];
+        for (int64_t c = 0; c < Cn; ++c) {
+          const int64_t i = ind[o * Cn + c];
+          if (static_cast<uint64_t>(i) < static_cast<uint64_t>(g.H * g.W)) acc[i * Cn + c] += gv[o * Cn + c];  // see max_pool_backward
+        }
       store_block(acc.data(), gxp + n * in_image, in_image);
     }
   });
@@ -327,7 +330,10 @@ void max_pool_backward(const Tensor& gx, const Tensor& gy, const Tensor& indices
     const C* gin = load_plane(gyp, p, P, in_buf);
     out_buf.assign(HW, C(0));
     const int64_t* ind = ip + p * P;
-    for (int64_t o = 0; o < P; ++o) out_buf[ind[o]] += gin[o];
+    // A window wholly inside the padding (possible within PyTorch's own padding limits, e.g. a
+    // dilated kernel) has the index PyTorch gives it, past the plane: its gradient goes nowhere.
+    for (int64_t o = 0; o < P; ++o)
+      if (static_cast<uint64_t>(ind[o]) < static_cast<uint64_t>(HW)) out_buf[ind[o]] += gin[o];
     store_block(out_buf.data(), gxp + p * HW, HW);
   });
 }

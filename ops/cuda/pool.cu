@@ -65,8 +65,10 @@ template <class T>
 __global__ void max_pool_backward_kernel(atomic_acc_t<T>* gx, const T* gy, const int64_t* indices, Pool2dGeometry g,
                                          int64_t total) {
   for (int64_t o = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; o < total; o += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t plane = o / (g.OH * g.OW);
-    atomic_accumulate(gx + plane * g.H * g.W + indices[o], static_cast<atomic_acc_t<T>>(load(gy[o])));
+    const int64_t plane = o / (g.OH * g.OW), i = indices[o];
+    // A window wholly inside the padding has an index past the plane (as the CPU kernel): no gradient.
+    if (static_cast<uint64_t>(i) < static_cast<uint64_t>(g.H * g.W))
+      atomic_accumulate(gx + plane * g.H * g.W + i, static_cast<atomic_acc_t<T>>(load(gy[o])));
   }
 }
 
