@@ -1,9 +1,12 @@
 // MultiheadAttention and TransformerEncoderLayer.
 #include "nn/transformer.h"
 
+#include <atomic>
 #include <limits>
+#include <string>
 
 #include "framework/error.h"
+#include "framework/warning.h"
 #include "nn/init.h"
 #include "ops/ops.h"
 
@@ -13,9 +16,27 @@ namespace {
 // A torch.nn-style mask (bool: true = blocked; float: added) as an additive float mask of dtype (a
 // float mask of another dtype is converted: an f64 mask on an f32 module gives f32, as PyTorch 1.13).
 Tensor additive(const Tensor& mask, DType dtype) {
-  if (mask.dtype() != DType::Bool) return mask.is_floating_point() ? mask.to(dtype) : mask;
+  if (mask.dtype() != DType::Bool) return mask.to(dtype);
   Tensor neg_inf = full({}, -std::numeric_limits<double>::infinity(), TensorOptions(dtype).device(mask.device()));
   return where(mask, neg_inf, zeros({}, TensorOptions(dtype).device(mask.device())));
+}
+
+// PyTorch 1.13's mask types: attn_mask bool, floating or (deprecated, read as bool) uint8;
+// key_padding_mask bool or floating. An integer mask would otherwise be added to the scores.
+Tensor checked_attn_mask(const Tensor& a, const char* op) {
+  if (a.dtype() == DType::U8) {
+    static std::atomic<bool> warned{false};  // once per process, as Python's default filter
+    if (!warned.exchange(true))
+      warn(std::string(op) + ": Byte tensor for attn_mask is deprecated. Use bool tensor instead.");
+    return ne(a, 0.0);
+  }
+  MINIDL_CHECK(a.dtype() == DType::Bool || a.is_floating_point(), op,
+               "only float, byte, and bool types are supported for attn_mask, not ", a.meta_str());
+  return a;
+}
+void check_key_padding_mask(const Tensor& p, const char* op) {
+  MINIDL_CHECK(p.dtype() == DType::Bool || p.is_floating_point(), op,
+               "only bool and floating types of key_padding_mask are supported, got ", p.meta_str());
 }
 
 // Bool [L, S]: true where key j comes after query i (blocked under a causal mask).
@@ -81,7 +102,7 @@ Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const
     mask = mask.defined() ? add(mask, part) : part;
   };
   if (m.attn_mask.defined()) {
-    const Tensor& a = m.attn_mask;
+    const Tensor a = checked_attn_mask(m.attn_mask, op);
     MINIDL_CHECK((a.dim() == 2 && a.size(0) == L && a.size(1) == S) ||
                      (a.dim() == 3 && a.size(0) == N * H && a.size(1) == L && a.size(2) == S),
                  op, "attn_mask must be [", L, ", ", S, "] or [", N * H, ", ", L, ", ", S, "], got ", a.meta_str());
@@ -89,6 +110,7 @@ Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const
   }
   if (m.key_padding_mask.defined()) {
     const Tensor& p = m.key_padding_mask;
+    check_key_padding_mask(p, op);
     // [N, S], or [S] for an unbatched query (PyTorch refuses any other rank).
     MINIDL_CHECK(p.dim() == (unbatched ? 1 : 2) && p.numel() == N * S && p.size(-1) == S, op, "key_padding_mask must be ",
                  unbatched ? detail::concat("[", S, "]") : detail::concat("[", N, ", ", S, "]"), ", got ", p.meta_str());

@@ -381,6 +381,52 @@ TEST_CASE("MultiheadAttention: PyTorch's names, the per-head computation, batch_
                     Contains("scaled_dot_product_attention") && Contains("attn_mask must have the query's dtype f64"));
 }
 
+TEST_CASE("MultiheadAttention: mask types as PyTorch 1.13 (uint8 attn_mask read as bool, integer masks refused)", "[sequence][nn][attention]") {
+  const int64_t E = 4, H = 2, L = 3, S = 4, N = 2;
+  nn::MultiheadAttention mha(nn::MultiheadAttentionOptions(E, H));
+  mha.to(DType::F64);
+  Tensor q = rnd({L, N, E}, 70), kv = rnd({S, N, E}, 71);
+  const std::vector<bool> blocked{false, true, false, false, false, false, false, true, false, false, false, false};
+  const Tensor bool_mask = from_vector<bool>(blocked, {L, S});
+  const Tensor byte_mask = cast(bool_mask, DType::U8);
+  const Tensor padding = from_vector<bool>({false, false, true, false, false, false, false, false}, {N, S});
+  std::vector<std::string> warnings;
+  WarningHandler previous = set_warning_handler([&](const std::string& m) { warnings.push_back(m); });
+  // uint8 attn_mask: deprecated in 1.13, converted to bool (1 = blocked), alone and beside a
+  // padding mask (before, beside one, its ones were added to the scores).
+  for (bool with_padding : {false, true}) {
+    nn::AttentionMasks as_bool, as_byte;
+    as_bool.attn_mask = bool_mask;
+    as_byte.attn_mask = byte_mask;
+    if (with_padding) as_bool.key_padding_mask = as_byte.key_padding_mask = padding;
+    CHECK(max_abs_diff(mha.forward(q, kv, kv, as_byte), mha.forward(q, kv, kv, as_bool)) == 0.0);
+  }
+  set_warning_handler(previous);
+  // Warned once per process (no other test of this program passes a byte mask).
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Contains("Byte tensor for attn_mask is deprecated"));
+  // An integer attn_mask, or an integer key_padding_mask (a slip like (tokens == pad) cast to long),
+  // is refused whether or not the other mask is given (PyTorch 1.13's AssertionErrors).
+  for (DType t : {DType::I32, DType::I64}) {
+    for (bool with_other : {false, true}) {
+      nn::AttentionMasks bad_attn;
+      bad_attn.attn_mask = cast(bool_mask, t);
+      if (with_other) bad_attn.key_padding_mask = padding;
+      CHECK_THROWS_WITH(mha.forward(q, kv, kv, bad_attn),
+                        Contains("MultiheadAttention: only float, byte, and bool types are supported for attn_mask"));
+    }
+  }
+  for (DType t : {DType::U8, DType::I32, DType::I64}) {
+    for (bool with_other : {false, true}) {
+      nn::AttentionMasks bad_pad;
+      bad_pad.key_padding_mask = cast(padding, t);
+      if (with_other) bad_pad.attn_mask = zeros({L, S}, TensorOptions(DType::F64));
+      CHECK_THROWS_WITH(mha.forward(q, kv, kv, bad_pad),
+                        Contains("MultiheadAttention: only bool and floating types of key_padding_mask are supported"));
+    }
+  }
+}
+
 TEST_CASE("TransformerEncoderLayer: PyTorch's submodule names, post- and pre-norm wiring, autocast", "[sequence][nn][attention]") {
   auto opts = nn::TransformerEncoderLayerOptions(8, 2).dim_feedforward(16).dropout(0.0).batch_first(true);
   nn::TransformerEncoderLayer layer(opts);
