@@ -31,6 +31,7 @@ class ExponentialLR : public FactorScheduler {
   std::string name() const override { return "ExponentialLR"; }
 
  protected:
+  std::vector<double> start_rates(const std::vector<double>& current) const override { return keep(current); }
   double factor(size_t group, int64_t epoch) const override;
 
  private:
@@ -74,6 +75,7 @@ class PolynomialLR : public FactorScheduler {
   std::string name() const override { return "PolynomialLR"; }
 
  protected:
+  std::vector<double> start_rates(const std::vector<double>& current) const override { return keep(current); }
   double factor(size_t group, int64_t epoch) const override;
 
  private:
@@ -109,6 +111,7 @@ class MultiplicativeLR : public FactorScheduler {
   std::string name() const override { return "MultiplicativeLR"; }
 
  protected:
+  std::vector<double> start_rates(const std::vector<double>& current) const override { return keep(current); }
   double factor(size_t group, int64_t epoch) const override;
 
  private:

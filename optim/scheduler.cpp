@@ -29,6 +29,17 @@ void LRScheduler::step() {
   last_lr_ = std::move(lrs);
 }
 
+void LRScheduler::initialize() {
+  std::vector<double> current;
+  for (const auto& g : opt_.param_groups()) current.push_back(g.lr());
+  std::vector<double> lrs = start_rates(current);
+  last_epoch_ = 0;
+  apply(0, lrs);
+  last_lr_ = std::move(lrs);
+}
+
+std::vector<double> LRScheduler::start_rates(const std::vector<double>&) const { return lr_at(0); }
+
 void LRScheduler::apply(int64_t, const std::vector<double>& lrs) {
   auto& groups = opt_.param_groups();
   MINIDL_CHECK(groups.size() == lrs.size(), name(), "the optimizer has ", groups.size(), " param groups but the schedule ",
@@ -83,6 +94,13 @@ std::vector<double> MultiStepLR::lr_at(int64_t epoch) const {
   const double f = std::pow(gamma_, static_cast<double>(passed));
   std::vector<double> out;
   for (double b : base_lrs_) out.push_back(b * f);
+  return out;
+}
+
+std::vector<double> MultiStepLR::start_rates(const std::vector<double>& current) const {
+  const auto at_zero = std::count(milestones_.begin(), milestones_.end(), int64_t{0});
+  std::vector<double> out;
+  for (double lr : current) out.push_back(lr * std::pow(gamma_, static_cast<double>(at_zero)));
   return out;
 }
 

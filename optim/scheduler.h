@@ -47,8 +47,15 @@ class LRScheduler {
 
  protected:
   explicit LRScheduler(Optimizer& optimizer);
-  // Derived constructors call this last: the first step (epoch 0).
-  void initialize() { step(); }
+  // Derived constructors call this last: the first step (epoch 0), which sets start_rates().
+  void initialize();
+  // The rates the first step sets, given the groups' current ones: lr_at(0) by default. PyTorch's
+  // chainable schedules (StepLR, MultiStepLR, CosineAnnealingLR, ExponentialLR, MultiplicativeLR,
+  // PolynomialLR) keep each group's current rate there instead, which matters when the optimizer's
+  // state dict was loaded before the scheduler was built: the resumed rate stays.
+  virtual std::vector<double> start_rates(const std::vector<double>& current) const;
+  // For those schedules' overrides.
+  static std::vector<double> keep(const std::vector<double>& current) { return current; }
   // Sets the rates for `epoch` (OneCycleLR also sets momentum).
   virtual void apply(int64_t epoch, const std::vector<double>& lrs);
 
@@ -65,6 +72,9 @@ class StepLR : public LRScheduler {
   std::vector<double> lr_at(int64_t epoch) const override;
   std::string name() const override { return "StepLR"; }
 
+ protected:
+  std::vector<double> start_rates(const std::vector<double>& current) const override { return keep(current); }
+
  private:
   int64_t step_size_;
   double gamma_;
@@ -77,6 +87,10 @@ class MultiStepLR : public LRScheduler {
   std::vector<double> lr_at(int64_t epoch) const override;
   std::string name() const override { return "MultiStepLR"; }
 
+ protected:
+  // The current rates, times gamma for each milestone at 0 (PyTorch's chainable form at step 0).
+  std::vector<double> start_rates(const std::vector<double>& current) const override;
+
  private:
   std::vector<int64_t> milestones_;  // sorted
   double gamma_;
@@ -88,6 +102,9 @@ class CosineAnnealingLR : public LRScheduler {
   CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min = 0.0);
   std::vector<double> lr_at(int64_t epoch) const override;
   std::string name() const override { return "CosineAnnealingLR"; }
+
+ protected:
+  std::vector<double> start_rates(const std::vector<double>& current) const override { return keep(current); }
 
  private:
   int64_t T_max_;

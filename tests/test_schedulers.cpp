@@ -4,6 +4,8 @@
 // messages; state dicts that resume a schedule exactly.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "minidl.h"
@@ -197,4 +199,51 @@ TEST_CASE("state dicts resume the new schedules exactly", "[optim][sched]") {
   mc.step();
   md.step();
   CHECK(md.get_last_lr() == mc.get_last_lr());
+}
+
+TEST_CASE("a scheduler built after the optimizer's state was loaded keeps the resumed rate, as torch", "[optim][sched][parity]") {
+  // The resume order optimizer.load_state_dict -> build the scheduler -> scheduler.load_state_dict,
+  // after 13 steps at base rate 0.1. PyTorch's chainable schedules keep the loaded rate at their
+  // first step; minidl's closed forms used to set the epoch-0 rate there (0.1 for StepLR instead of
+  // 0.00625) until the next step. Rates at the resume and after 1-3 more steps, printed by torch 1.13.
+  struct Case {
+    const char* name;
+    std::function<std::unique_ptr<LRScheduler>(SGD&)> make;
+    std::vector<double> torch;
+  };
+  const std::vector<Case> cases = {
+      {"StepLR", [](SGD& o) { return std::make_unique<StepLR>(o, 3, 0.5); },
+       {0.0062500000000000003, 0.0062500000000000003, 0.0031250000000000002, 0.0031250000000000002}},
+      {"ExponentialLR", [](SGD& o) { return std::make_unique<ExponentialLR>(o, 0.9); },
+       {0.025418658283290013, 0.022876792454961013, 0.020589113209464913, 0.018530201888518422}},
+      {"CosineAnnealingLR", [](SGD& o) { return std::make_unique<CosineAnnealingLR>(o, 10, 0.001); },
+       {0.021404630011522669, 0.035203658778440255, 0.050500000000000218, 0.065796341221560181}},
+      {"MultiplicativeLR", [](SGD& o) { return std::make_unique<MultiplicativeLR>(o, [](int64_t) { return 0.95; }); },
+       {0.051334208327950479, 0.048767497911552951, 0.046329123015975304, 0.04401266686517654}},
+      {"PolynomialLR", [](SGD& o) { return std::make_unique<PolynomialLR>(o, 20, 2.0); },
+       {0.012250000000000002, 0.0090000000000000045, 0.0062500000000000021, 0.0039999999999999992}},
+      // Without a milestone at 0 the rate is kept too (with one, torch multiplies the loaded rate by
+      // gamma at construction and minidl does the same at that step).
+      {"MultiStepLR", [](SGD& o) { return std::make_unique<MultiStepLR>(o, std::vector<int64_t>{4, 9, 15}, 0.5); },
+       {0.025000000000000001, 0.025000000000000001, 0.012500000000000001, 0.012500000000000001}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    auto p = one_param();
+    SGD a(p, SGDOptions(0.1));
+    auto sa = c.make(a);
+    for (int e = 0; e < 13; ++e) sa->step();
+    const auto saved_opt = a.state_dict();
+    const Json saved_sched = sa->state_dict();
+    SGD b(p, SGDOptions(0.1));
+    b.load_state_dict(saved_opt);
+    auto sb = c.make(b);
+    sb->load_state_dict(saved_sched);
+    check_rates(*sb, c.torch);
+  }
+  // A fresh optimizer: the first step sets the epoch-0 rate as before (a milestone at 0 applies).
+  auto p = one_param();
+  SGD fresh(p, SGDOptions(0.1));
+  MultiStepLR at_zero(fresh, {0, 4}, 0.5);
+  CHECK(fresh.param_groups()[0].lr() == 0.05);
 }
