@@ -22,15 +22,18 @@ void sgd_one(const Tensor& p, const Tensor& g, const Tensor& buf, bool first, co
                       const C k_lr = lr, k_wd = wd, k_mom = mom, k_keep = keep;
                       C* __restrict pp = a[0];
                       C* __restrict bb = a[1];
+                      // PyTorch's single-tensor SGD op by op: d.add(p, alpha=wd), buf.mul_(momentum)
+                      // .add_(d, alpha=1 - dampening), d.add(buf, alpha=momentum), p.add_(d, alpha=-lr),
+                      // each add one fmadd and the momentum product rounded on its own.
                       for (int64_t i = 0; i < n; ++i) {
                         C d = maximize ? -gr[i] : gr[i];
-                        if constexpr (use_wd) d = d + k_wd * pp[i];
+                        if constexpr (use_wd) d = fmadd(pp[i], k_wd, d);
                         if constexpr (use_momentum) {
-                          const C b = first_step ? d : bb[i] * k_mom + k_keep * d;
+                          const C b = first_step ? d : fmadd(d, k_keep, bb[i] * k_mom);
                           bb[i] = b;
-                          d = nesterov ? d + k_mom * b : b;
+                          d = nesterov ? fmadd(b, k_mom, d) : b;
                         }
-                        pp[i] = pp[i] + (-k_lr) * d;
+                        pp[i] = fmadd(d, -k_lr, pp[i]);
                       }
                     });
   }); }); }); }); });

@@ -9,6 +9,7 @@
 #pragma once
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -16,6 +17,19 @@
 #include "ops/cpu/loops.h"
 
 namespace minidl::kernels::cpu {
+
+// a * b + c as PyTorch's vectorized CPU kernels compute `c + alpha * b` (Vectorized::fmadd): one
+// rounding where the kernel set has FMA, two where it has not. Spelled out because the compiler's
+// own contraction picks which product of `x * y + z * w` it fuses, and a different pick moves the
+// result by an ulp against PyTorch's.
+template <class C>
+inline C fmadd(C a, C b, C c) {
+#if defined(__FMA__)
+  return std::fma(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
 
 // Calls f(std::true_type) or f(std::false_type): a loop-invariant flag becomes a constant, so each
 // variant of an update loop is branch-free and vectorizes.
