@@ -70,10 +70,14 @@ void adam_one(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v
               C gi = maximize ? -gr[i] : gr[i];
               C pi = pp[i];
               if constexpr (decoupled) pi = pi * k_decay;
-              if constexpr (use_l2) gi = gi + k_wd * pi;
+              if constexpr (use_l2) gi = fmadd(pi, k_wd, gi);
               const C mo = mm[i];
-              const C mi = low ? mo + k_w1 * (gi - mo) : gi - (gi - mo) * (C(1) - k_w1);
-              const C vi = vv[i] * k_beta2 + k_w2 * gi * gi;
+              // PyTorch 2.x's exp_avg.lerp_(grad, 1 - beta1), as its vectorized lerp: one fmadd from
+              // the nearer end. Then exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+              // and, below, param.addcdiv_(exp_avg, denom, value=-step_size), op by op as PyTorch's
+              // kernels round them.
+              const C mi = low ? fmadd(k_w1, gi - mo, mo) : fmadd(k_w1 - C(1), gi - mo, gi);
+              const C vi = fmadd(k_w2 * gi, gi, vv[i] * k_beta2);
               mm[i] = mi;
               vv[i] = vi;
               C used = vi;
@@ -88,7 +92,7 @@ void adam_one(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v
             sqrt_in_place(ub, len);
             for (int64_t j = 0; j < len; ++j) {
               const C denom = ub[j] / k_bc2 + k_eps;
-              pp[b0 + j] = pp[b0 + j] + k_step * (mb[j] / denom);
+              pp[b0 + j] = pp[b0 + j] + (k_step * mb[j]) / denom;
             }
           }
         });
