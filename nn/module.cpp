@@ -344,11 +344,34 @@ void Module::collect_zero_when_missing(const std::string& prefix, std::vector<st
   for (const auto& [n, c] : children_) c->collect_zero_when_missing(join(prefix, n), out);
 }
 
+// PyTorch's rule, module by module: a key under this module's prefix is unexpected when its next
+// name is neither a child nor one of the module's own parameters or persistent buffers.
+void Module::collect_unexpected(const std::string& prefix, const TensorDict& state, std::vector<std::string>& out) const {
+  const std::string head = prefix.empty() ? prefix : prefix + ".";
+  for (const auto& [key, t] : state) {
+    if (key.compare(0, head.size(), head) != 0) continue;
+    const std::string next = key.substr(head.size(), key.find('.', head.size()) - head.size());
+    const bool child = std::any_of(children_.begin(), children_.end(), [&](const auto& c) { return c.first == next; });
+    const bool parameter = parameters_.contains(next) && parameters_.at(next).defined();
+    const bool buffer = buffers_.contains(next) && buffers_.at(next).defined() &&
+                        std::find(non_persistent_.begin(), non_persistent_.end(), next) == non_persistent_.end();
+    if (!child && !parameter && !buffer) out.push_back(key);
+  }
+  for (const auto& [n, c] : children_) c->collect_unexpected(join(prefix, n), state, out);
+}
+
 TensorDict Module::state_dict() const {
   TensorDict out;
   collect_state("", out, true);
   return out;
 }
+
+namespace {
+// PyTorch's backward-compatibility rule: a 0-dim tensor takes the first element of a 1-D entry.
+bool scalar_from_vector(const Tensor& own, const Tensor& entry) {
+  return own.dim() == 0 && entry.dim() == 1 && entry.numel() > 0;
+}
+}  // namespace
 
 LoadResult Module::load_state_dict(const TensorDict& state, bool strict) {
   TensorDict own;
@@ -367,13 +390,12 @@ LoadResult Module::load_state_dict(const TensorDict& state, bool strict) {
       continue;
     }
     MINIDL_CHECK(src->defined(), "load_state_dict", "state dict entry '", name, "' is an undefined tensor");
-    if (src->shape() != t.shape())
+    if (src->shape() != t.shape() && !scalar_from_vector(t, *src))
       mismatches.push_back(minidl::detail::concat("size mismatch for ", name, ": copying a param with shape ",
                                           shape_str(src->shape()), " from checkpoint, the shape in current model is ",
                                           shape_str(t.shape()), "."));
   }
-  for (const auto& [name, t] : state)
-    if (!own.contains(name)) r.unexpected_keys.push_back(name);
+  collect_unexpected("", state, r.unexpected_keys);
 
   auto quoted = [](const std::vector<std::string>& keys) {
     std::string s;
@@ -393,7 +415,7 @@ LoadResult Module::load_state_dict(const TensorDict& state, bool strict) {
 
   NoGradGuard ng;
   for (const auto& [name, t] : own) {
-    if (const Tensor* src = state.find(name)) t.detach().copy_(*src);
+    if (const Tensor* src = state.find(name)) t.detach().copy_(scalar_from_vector(t, *src) ? src->select(0, 0) : *src);
     else if (zeroed_when_missing(name)) t.detach().zero_();
   }
   return r;

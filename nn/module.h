@@ -154,8 +154,10 @@ class Module : public std::enable_shared_from_this<Module> {
   TensorDict state_dict() const;
   // Copies values into this module's tensors (converting dtype and device). Shape mismatches are
   // always errors; missing and unexpected keys are errors when strict. The error lists every
-  // missing, unexpected and mismatched key, in PyTorch's wording. Deviation from PyTorch: nothing is
-  // copied when there is an error (PyTorch may have copied some tensors before raising).
+  // missing, unexpected and mismatched key, in PyTorch's wording and order (unexpected keys module by
+  // module in pre-order). As PyTorch, a 1-D entry loads its first element into a 0-dim tensor (older
+  // checkpoints stored scalars with shape [1]). Deviation from PyTorch: nothing is copied when there
+  // is an error (PyTorch may have copied some tensors before raising).
   LoadResult load_state_dict(const TensorDict& state, bool strict = true);
 
   // A tree: one line per module (its describe()) with its parameter count, children indented.
@@ -201,6 +203,7 @@ class Module : public std::enable_shared_from_this<Module> {
   void check_new_name(const std::string& name, const char* what) const;
   void collect_state(const std::string& prefix, TensorDict& out, bool detach) const;
   void collect_zero_when_missing(const std::string& prefix, std::vector<std::string>& out) const;
+  void collect_unexpected(const std::string& prefix, const TensorDict& state, std::vector<std::string>& out) const;
   void bind_replica_tree(const Module& original, const ReplicaTensorFn& param_for, const ReplicaTensorFn& buffer_for,
                          std::unordered_map<const TensorImpl*, Tensor>& made);
   void summary_lines(const std::string& label, int depth, std::vector<std::pair<std::string, int64_t>>& lines) const;

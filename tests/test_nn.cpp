@@ -189,6 +189,40 @@ TEST_CASE("strict load lists missing, unexpected and mismatched keys and copies 
   CHECK(net->fc1->bias.to_vector<float>() == std::vector<float>{2, 2, 2});
 }
 
+TEST_CASE("unexpected keys are listed module by module, as PyTorch's load walks the tree", "[nn][state]") {
+  auto net = std::make_shared<Net>();
+  TensorDict sd = net->state_dict();
+  sd.insert("extra", zeros({1}));           // the root's
+  sd.insert("block.fc.extra", zeros({1}));  // block.fc's
+  sd.insert("mask", zeros({2}));            // a non-persistent buffer is not part of the state
+  sd.insert("block", zeros({1}));           // a child's own name: PyTorch reports it nowhere
+  sd.insert("block.fc.weight.x", zeros({1}));  // under a parameter's name: neither loaded nor reported
+  // torch 1.13 with the same tree and dict: ['extra', 'mask', 'block.fc.extra'].
+  auto r = net->load_state_dict(sd, false);
+  CHECK(r.unexpected_keys == std::vector<std::string>{"extra", "mask", "block.fc.extra"});
+  CHECK(r.missing_keys.empty());
+  CHECK_THROWS_WITH(net->load_state_dict(sd), Catch::Contains("Unexpected key(s) in state_dict: \"extra\", \"mask\", \"block.fc.extra\"."));
+}
+
+TEST_CASE("a 0-dim parameter or buffer loads the first element of a 1-D entry, as PyTorch", "[nn][state]") {
+  struct Scaled : nn::Module {
+    Tensor logit_scale = register_parameter("logit_scale", full({}, 2.0));
+  };
+  auto m = std::make_shared<Scaled>();
+  m->load_state_dict(TensorDict{{"logit_scale", from_vector<float>({4.5f, 6.0f})}});
+  CHECK(m->logit_scale.item() == 4.5);
+  CHECK(m->logit_scale.dim() == 0);
+  // An empty 1-D entry has no first element: a size mismatch, as any other shape.
+  CHECK_THROWS_WITH(m->load_state_dict(TensorDict{{"logit_scale", zeros({0})}}),
+                    Catch::Contains("size mismatch for logit_scale: copying a param with shape [0]"));
+  // BatchNorm's counter saved with shape [1].
+  auto bn = std::make_shared<nn::BatchNorm>(3, /*expected_dims=*/2);
+  TensorDict sd = bn->state_dict();
+  sd.set("num_batches_tracked", full({1}, 7.0, DType::I64));
+  bn->load_state_dict(sd);
+  CHECK(bn->state_dict().at("num_batches_tracked").item() == 7.0);
+}
+
 TEST_CASE("load_state_dict converts dtypes into the module's tensors", "[nn][state]") {
   auto a = std::make_shared<nn::Linear>(2, 2);
   TensorDict sd;
