@@ -40,6 +40,9 @@ std::string describe_conv(const char* name, int64_t in, int64_t out, Size2 k, Si
 
 Conv2d::Conv2d(const Conv2dOptions& o, Generator* gen) : options(o) {
   check_channels("Conv2d", o.in_channels, o.out_channels, o.groups_);
+  MINIDL_CHECK(!o.same_ || (o.stride_[0] == 1 && o.stride_[1] == 1), "Conv2d",
+               "padding='same' is not supported for strided convolutions (got stride [", o.stride_[0], ", ",
+               o.stride_[1], "])");
   weight = register_parameter("weight", empty({o.out_channels, o.in_channels / o.groups_, o.kernel_size[0], o.kernel_size[1]}));
   if (o.bias_) bias = register_parameter("bias", empty({o.out_channels}));
   reset_parameters(gen);

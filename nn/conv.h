@@ -21,7 +21,7 @@ struct Conv2dOptions {
 
   Conv2dOptions(int64_t in, int64_t out, int64_t k) : in_channels(in), out_channels(out), kernel_size{k, k} {}
   Conv2dOptions& stride(int64_t s) { stride_ = {s, s}; return *this; }
-  Conv2dOptions& padding(int64_t p) { padding_ = {p, p}; return *this; }
+  Conv2dOptions& padding(int64_t p) { padding_ = {p, p}; same_ = false; return *this; }
   Conv2dOptions& padding_same() { same_ = true; return *this; }
   Conv2dOptions& dilation(int64_t d) { dilation_ = {d, d}; return *this; }
   Conv2dOptions& groups(int64_t g) { groups_ = g; return *this; }

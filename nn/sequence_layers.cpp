@@ -115,6 +115,8 @@ Conv1d::Conv1d(const Conv1dOptions& o, Generator* gen) : options(o) {
                    o.in_channels % o.groups_ == 0 && o.out_channels % o.groups_ == 0,
                "Conv1d", "channels ", o.in_channels, " -> ", o.out_channels, " and kernel ", o.kernel_size,
                " must be positive, the channels divisible by groups ", o.groups_);
+  MINIDL_CHECK(!o.same_ || o.stride_ == 1, "Conv1d", "padding='same' is not supported for strided convolutions (got stride ",
+               o.stride_, ")");
   weight = register_parameter("weight", empty({o.out_channels, o.in_channels / o.groups_, o.kernel_size}));
   if (o.bias_) bias = register_parameter("bias", empty({o.out_channels}));
   reset_parameters(gen);

@@ -225,6 +225,15 @@ TEST_CASE("conv1d matches a direct f64 convolution (stride, padding, dilation, g
     CHECK(max_abs_diff(x.grad(), xp.grad()) < 1e-12);
   }
   CHECK(nn::Conv1d(nn::Conv1dOptions(1, 1, 4).padding_same()).describe() == "Conv1d(1 -> 1, k4, same, bias)");
+  // As PyTorch, a strided "same" layer is refused when it is built, not at its first forward; and
+  // the padding set last wins ("same" then a number pads by the number).
+  CHECK_THROWS_WITH(nn::Conv1d(nn::Conv1dOptions(2, 2, 3).padding_same().stride(2)),
+                    Contains("Conv1d") && Contains("padding='same' is not supported for strided convolutions"));
+  CHECK_THROWS_WITH(nn::Conv2d(nn::Conv2dOptions(2, 2, 3).padding_same().stride(2)),
+                    Contains("Conv2d") && Contains("padding='same' is not supported for strided convolutions"));
+  CHECK(nn::Conv2d(nn::Conv2dOptions(1, 1, 3).padding_same().padding(0)).forward(zeros({1, 1, 5, 5})).shape() ==
+        Shape{1, 1, 3, 3});
+  CHECK(nn::Conv1d(nn::Conv1dOptions(1, 1, 3).padding_same().padding(0)).forward(zeros({1, 1, 5})).shape() == Shape{1, 1, 3});
   // Under CPU autocast it runs in bf16 and the weight gets an f32 gradient.
   nn::Conv1d layer(nn::Conv1dOptions(4, 6, 3).padding(1));
   CHECK(layer.weight.shape() == Shape{6, 4, 3});
