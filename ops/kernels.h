@@ -162,13 +162,15 @@ using IndexRangeCheckFn = void (*)(const Tensor& index, const IndexRangeCheck& c
 
 // Fused cross-entropy over contiguous logits x [N, C] and i64 targets [N] (validated by the op on
 // the CPU; on CUDA by this kernel, as cross_entropy, a bad target's row getting a NaN loss):
-// loss[n] = lse[n] - x[n, t[n]] with lse[n] = logsumexp(x[n, :]); rows whose target is
-// ignore_index get loss 0. loss and lse are contiguous [N] in the compute dtype (f64 for f64, else f32).
-using CrossEntropyFn = void (*)(const Tensor& loss, const Tensor& lse, const Tensor& x, const Tensor& target,
+// stats[n] = {m, l} with m = max(x[n, :]) and l = log(sum(exp(x[n, :] - m))), and
+// loss[n] = l - (x[n, t[n]] - m) (PyTorch's -log_softmax(x)[t], rounded as its (x - m) - l); rows whose
+// target is ignore_index get loss 0. loss [N] and stats [N, 2] are contiguous in the compute dtype
+// (f64 for f64, else f32).
+using CrossEntropyFn = void (*)(const Tensor& loss, const Tensor& stats, const Tensor& x, const Tensor& target,
                                 int64_t ignore_index);
-// grad_x[n, c] = (exp(x[n, c] - lse[n]) - [c == t[n]]) * scale * g[n] (g: [N] or 1 element, compute
-// dtype); ignored rows get 0. grad_x has x's dtype.
-using CrossEntropyBackwardFn = void (*)(const Tensor& grad_x, const Tensor& x, const Tensor& lse, const Tensor& target,
+// grad_x[n, c] = (exp((x[n, c] - m) - l) - [c == t[n]]) * scale * g[n] with {m, l} = stats[n] (g: [N]
+// or 1 element, compute dtype); ignored rows get 0. grad_x has x's dtype.
+using CrossEntropyBackwardFn = void (*)(const Tensor& grad_x, const Tensor& x, const Tensor& stats, const Tensor& target,
                                         const Tensor& g, double scale, int64_t ignore_index);
 
 // Random fills from the Philox4x32-10 stream (framework/generator.h) of `seed`, starting at block

@@ -160,13 +160,13 @@ Tensor fused_cross_entropy(const Tensor& x, const Tensor& target, Reduction redu
   const DType cdt = x.dtype() == DType::F64 ? DType::F64 : DType::F32;
   const Tensor xc = x.detach().contiguous(), tc = target.contiguous();
   Tensor loss_rows = new_empty({rows}, cdt, x.device());
-  Tensor lse = new_empty({rows}, cdt, x.device());
-  K().cross_entropy.get(x.device(), x.dtype())(loss_rows, lse, xc, tc, ignore_index);
+  Tensor stats = new_empty({rows, 2}, cdt, x.device());  // each row's max and log-sum-exp past it
+  K().cross_entropy.get(x.device(), x.dtype())(loss_rows, stats, xc, tc, ignore_index);
   FusedReduction r;
   if (reduction == Reduction::None) r.out = cast(loss_rows, x.dtype());
   else if (on_device) r = reduce_rows_on_device(loss_rows, tc, reduction, ignore_index, x.dtype(), cdt);
   else r = reduce_rows_on_host(loss_rows, reduction, host_count, x.dtype(), x.device());
-  autograd::record("CrossEntropyBackward", {x}, {r.out}, {x, tc, lse},
+  autograd::record("CrossEntropyBackward", {x}, {r.out}, {x, tc, stats},
                    [scale = r.scale, scale_t = r.scale_on_device, ignore_index, cdt](const TensorList& g, const TensorList& s) {
                      const Tensor &xs = s[0], &ts = s[1], &ls = s[2];
                      if (GradMode::is_enabled()) {

@@ -277,6 +277,37 @@ TEST_CASE("cross_entropy in f16 and bf16 within dtype tolerance", "[loss]") {
   }
 }
 
+TEST_CASE("log_softmax and cross_entropy keep a row's small differences next to large logits, as PyTorch", "[softmax][loss]") {
+  // Rounding max + log(sum) first lost the log-sum's low bits: at 3e6 every f32 log-probability
+  // moved by up to 0.125 (1.5 against PyTorch's 1.401879 for the loss) and a gradient row no longer
+  // summed to 0. (x - max) - log(sum) keeps x - max exact. Reference: the same f32 values in f64.
+  const double eps = traits(DType::F32).eps;
+  for (double base : {0.0, 3e4, 3e6, 1e7}) {
+    INFO("logits near " << base);
+    const std::vector<float> xv{static_cast<float>(base + 0.25), static_cast<float>(base),
+                                static_cast<float>(base - 0.25), static_cast<float>(base + 0.125),
+                                static_cast<float>(base + 0.25), static_cast<float>(base),
+                                static_cast<float>(base), static_cast<float>(base - 4)};
+    const Tensor x = from_vector(xv, {2, 4});
+    const Tensor x64 = x.to(DType::F64);
+    const Tensor got = log_softmax(x, 1), want = log_softmax(x64, 1);
+    CHECK(max_abs_diff(got.to(DType::F64), want) <= 4 * eps * 2);
+    const Tensor target = i64({1, 3}, {2});
+    const Tensor xg = x.detach().requires_grad_(), xg64 = x64.detach().requires_grad_();
+    const Tensor loss = cross_entropy(xg, target), loss64 = cross_entropy(xg64, target);
+    CHECK(std::abs(loss.item() - loss64.item()) <= 4 * eps * std::abs(loss64.item()));
+    loss.backward();
+    loss64.backward();
+    CHECK(max_abs_diff(xg.grad().to(DType::F64), xg64.grad()) <= 4 * eps);
+    const std::vector<float> g = xg.grad().to_vector<float>();
+    CHECK(std::abs(g[0] + g[1] + g[2] + g[3]) <= 4 * eps);
+  }
+  // PyTorch 1.13: F.cross_entropy([[1e7, 1e7, 0]], [2]) has the gradient [[0.5, 0.5, -1]].
+  const Tensor big = from_vector<float>({1e7f, 1e7f, 0.0f}, {1, 3}).requires_grad_();
+  cross_entropy(big, i64({2}, {1})).backward();
+  CHECK(big.grad().to_vector<float>() == std::vector<float>{0.5f, 0.5f, -1.0f});
+}
+
 TEST_CASE("the fused cross_entropy gradient equals the composite one", "[loss]") {
   const int64_t N = 40, C = 7;
   std::vector<double> v = random_values(N * C, -5, 5, 9);

@@ -138,11 +138,9 @@ void exp_nonpositive_in_place(C* p, int64_t n) {
   });
 }
 
-// s[i] <- log(s[i]) + m[i]: the log-sum-exp of rows from their sums of exp(x - m) and maxima m.
 template <class C>
-void log_sum_exp_in_place(C* s, const C* m, int64_t rows) {
+void log_in_place(C* s, int64_t rows) {
   eval_blocks(s, s, rows, [](const ConstAlignedArray<C>& x, AlignedArray<C> y) { y = x.log(); });
-  for (int64_t i = 0; i < rows; ++i) s[i] += m[i];
 }
 
 // e[i, :] <- exp(x[i, :] - shift[i]) for the rows of a block; one vectorized exp over all of it.
@@ -153,6 +151,20 @@ void exp_shifted(C* e, const C* x, const C* shift, int64_t rows, int64_t n) {
     C* er = e + i * n;
     const C* xr = x + i * n;
     for (int64_t j = 0; j < n; ++j) er[j] = xr[j] - sh;
+  }
+  exp_nonpositive_in_place(e, rows * n);
+}
+
+// e[i, :] <- exp((x[i, :] - max_i) - log_sum_i), stats[i] = {max_i, log_sum_i}: the softmax as
+// PyTorch's log_softmax rounds it. Shifting by a rounded max + log_sum instead loses the log-sum's
+// low bits next to a large max (logits near 1e4 lose ~1e-4).
+template <class C>
+void exp_log_softmax(C* e, const C* x, const C* stats, int64_t rows, int64_t n) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const C m = stats[2 * i], log_sum = stats[2 * i + 1];
+    C* er = e + i * n;
+    const C* xr = x + i * n;
+    for (int64_t j = 0; j < n; ++j) er[j] = (xr[j] - m) - log_sum;
   }
   exp_nonpositive_in_place(e, rows * n);
 }
@@ -178,10 +190,11 @@ void softmax_typed(const Tensor& out, const Tensor& x, bool log) {
     exp_shifted(e.data(), xb, m.data(), R, n);
     for (int64_t i = 0; i < R; ++i) s[i] = row_sum(e.data() + i * n, n);
     if (log) {
-      log_sum_exp_in_place(s.data(), m.data(), R);
+      // (x - max) - log(sum), as PyTorch: the small part stays exact next to a large max.
+      log_in_place(s.data(), R);
       for (int64_t i = 0; i < R; ++i) {
-        const C lse = s[i];
-        for (int64_t j = 0; j < n; ++j) yb[i * n + j] = xb[i * n + j] - lse;
+        const C mi = m[i], log_sum = s[i];
+        for (int64_t j = 0; j < n; ++j) yb[i * n + j] = (xb[i * n + j] - mi) - log_sum;
       }
     } else {
       for (int64_t i = 0; i < R; ++i) {
@@ -235,41 +248,44 @@ void softmax_backward_typed(const Tensor& grad_in, const Tensor& grad_out, const
 }
 
 template <class T>
-void cross_entropy_typed(const Tensor& loss, const Tensor& lse, const Tensor& x, const Tensor& target,
+void cross_entropy_typed(const Tensor& loss, const Tensor& stats, const Tensor& x, const Tensor& target,
                          int64_t ignore_index) {
   using C = compute_t<T>;
   const int64_t rows = x.shape()[0], n = x.shape()[1];
   const T* px = static_cast<const T*>(x.raw_data());
   const int64_t* pt = static_cast<const int64_t*>(target.raw_data());
   C* pl = static_cast<C*>(loss.raw_data());
-  C* ps = static_cast<C*>(lse.raw_data());
+  C* ps = static_cast<C*>(stats.raw_data());
   for_row_blocks(rows, n, [&](int64_t r0, int64_t r1) {
     thread_local BlockReader<T> reader;
-    thread_local std::vector<C> e, m;
+    thread_local std::vector<C> e, m, s;
     const int64_t R = r1 - r0, count = R * n;
     const C* xb = reader.read(px + r0 * n, count);
     e.resize(count);
     m.resize(R);
+    s.resize(R);
     for (int64_t i = 0; i < R; ++i) m[i] = row_max(xb + i * n, n);
     exp_shifted(e.data(), xb, m.data(), R, n);
-    C* s = ps + r0;  // lse = max + log(sum(exp(x - max)))
     for (int64_t i = 0; i < R; ++i) s[i] = row_sum(e.data() + i * n, n);
-    log_sum_exp_in_place(s, m.data(), R);
+    log_in_place(s.data(), R);
     for (int64_t i = 0; i < R; ++i) {
+      ps[2 * (r0 + i)] = m[i];
+      ps[2 * (r0 + i) + 1] = s[i];
       const int64_t t = pt[r0 + i];
-      pl[r0 + i] = t == ignore_index ? C(0) : s[i] - xb[i * n + t];
+      // -log_softmax(x)[t] = -((x_t - max) - log_sum), as PyTorch's log_softmax + nll_loss round it.
+      pl[r0 + i] = t == ignore_index ? C(0) : s[i] - (xb[i * n + t] - m[i]);
     }
   });
 }
 
 template <class T>
-void cross_entropy_backward_typed(const Tensor& grad_x, const Tensor& x, const Tensor& lse, const Tensor& target,
+void cross_entropy_backward_typed(const Tensor& grad_x, const Tensor& x, const Tensor& stats, const Tensor& target,
                                   const Tensor& g, double scale, int64_t ignore_index) {
   using C = compute_t<T>;
   const int64_t rows = x.shape()[0], n = x.shape()[1];
   const T* px = static_cast<const T*>(x.raw_data());
   const int64_t* pt = static_cast<const int64_t*>(target.raw_data());
-  const C* ps = static_cast<const C*>(lse.raw_data());
+  const C* ps = static_cast<const C*>(stats.raw_data());
   const C* pg = static_cast<const C*>(g.raw_data());
   const bool per_row = g.numel() == rows && g.dim() > 0;
   T* po = static_cast<T*>(grad_x.raw_data());
@@ -279,7 +295,7 @@ void cross_entropy_backward_typed(const Tensor& grad_x, const Tensor& x, const T
     const int64_t R = r1 - r0, count = R * n;
     const C* xb = reader.read(px + r0 * n, count);
     C* gb = writer.target(po + r0 * n, count);
-    exp_shifted(gb, xb, ps + r0, R, n);  // softmax
+    exp_log_softmax(gb, xb, ps + 2 * r0, R, n);  // softmax
     for (int64_t i = 0; i < R; ++i) {
       C* row = gb + i * n;
       const int64_t t = pt[r0 + i];
@@ -301,13 +317,13 @@ void softmax(const Tensor& out, const Tensor& x, bool log) {
 void softmax_backward(const Tensor& grad_in, const Tensor& grad_out, const Tensor& y, bool log) {
   visit_floating(y.dtype(), "softmax_backward", [&]<class T>() { softmax_backward_typed<T>(grad_in, grad_out, y, log); });
 }
-void cross_entropy(const Tensor& loss, const Tensor& lse, const Tensor& x, const Tensor& target, int64_t ignore_index) {
-  visit_floating(x.dtype(), "cross_entropy", [&]<class T>() { cross_entropy_typed<T>(loss, lse, x, target, ignore_index); });
+void cross_entropy(const Tensor& loss, const Tensor& stats, const Tensor& x, const Tensor& target, int64_t ignore_index) {
+  visit_floating(x.dtype(), "cross_entropy", [&]<class T>() { cross_entropy_typed<T>(loss, stats, x, target, ignore_index); });
 }
-void cross_entropy_backward(const Tensor& grad_x, const Tensor& x, const Tensor& lse, const Tensor& target,
+void cross_entropy_backward(const Tensor& grad_x, const Tensor& x, const Tensor& stats, const Tensor& target,
                             const Tensor& g, double scale, int64_t ignore_index) {
   visit_floating(x.dtype(), "cross_entropy_backward", [&]<class T>() {
-    cross_entropy_backward_typed<T>(grad_x, x, lse, target, g, scale, ignore_index);
+    cross_entropy_backward_typed<T>(grad_x, x, stats, target, g, scale, ignore_index);
   });
 }
 }  // namespace

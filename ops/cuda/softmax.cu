@@ -3,7 +3,7 @@
 // logit in one pass over the logits) and backward (softmax minus one-hot, scaled, in one pass).
 // One warp per row when rows are short (n <= 1024: the classifier case), one block per row
 // otherwise; every row is read from global memory a few times (max, sum, write), which the L1/L2
-// caches absorb. f16/bf16 compute in f32; the loss and logsumexp are f32 (f64 for f64 logits).
+// caches absorb. f16/bf16 compute in f32; the loss and row statistics are f32 (f64 for f64 logits).
 // The cross-entropy forward validates the targets itself (the op does not wait for the device to
 // read them): a target outside [0, C) that is not ignore_index is recorded as a deferred error
 // (framework/deferred_error.h) and its row's loss is NaN; the backward only compares targets with
@@ -63,8 +63,9 @@ __global__ void softmax_kernel(T* out, const T* x, int64_t rows, int64_t n, bool
     if (!live) return;
     T* yr = out + row * n;
     if (log) {
-      const C lse = ::log(r.sum) + r.max;
-      for (int64_t j = lane; j < n; j += G) yr[j] = convert<T>(load(xr[j]) - lse);
+      // (x - max) - log(sum), as PyTorch (and the CPU kernel): exact low bits next to a large max.
+      const C log_sum = ::log(r.sum);
+      for (int64_t j = lane; j < n; j += G) yr[j] = convert<T>((load(xr[j]) - r.max) - log_sum);
     } else {
       const C inv = C(1) / r.sum;
       for (int64_t j = lane; j < n; j += G) yr[j] = convert<T>(exp(load(xr[j]) - r.max) * inv);
@@ -91,7 +92,7 @@ __global__ void softmax_backward_kernel(T* gi, const T* go, const T* y, int64_t 
 }
 
 template <class T, class L, int G>
-__global__ void cross_entropy_kernel(L* loss, L* lse_out, const T* x, const int64_t* target, int64_t rows, int64_t n,
+__global__ void cross_entropy_kernel(L* loss, L* stats, const T* x, const int64_t* target, int64_t rows, int64_t n,
                                      int64_t ignore_index, minidl::cuda::DeferredErrorRecord* err) {
   using C = compute_t<T>;
   const int64_t lane = threadIdx.x % G;
@@ -99,13 +100,14 @@ __global__ void cross_entropy_kernel(L* loss, L* lse_out, const T* x, const int6
     const T* xr = x + (live ? row : 0) * n;
     const MaxAndSumExp<C> r = row_max_and_sum_exp<G>(xr, n, lane, live);
     if (!live || lane != 0) return;
-    const C lse = ::log(r.sum) + r.max;
+    const C log_sum = ::log(r.sum);
     const int64_t t = target[row];
-    lse_out[row] = static_cast<L>(lse);
+    stats[2 * row] = static_cast<L>(r.max);
+    stats[2 * row + 1] = static_cast<L>(log_sum);
     if (t == ignore_index) {
       loss[row] = L(0);
     } else if (minidl::cuda::in_bounds(t, n)) {
-      loss[row] = static_cast<L>(lse - load(xr[t]));
+      loss[row] = static_cast<L>(log_sum - (load(xr[t]) - r.max));
     } else {
       minidl::cuda::record_deferred_error(err, minidl::cuda::DeferredOp::CrossEntropy, t, n, ignore_index);
       loss[row] = static_cast<L>(NAN);
@@ -115,7 +117,7 @@ __global__ void cross_entropy_kernel(L* loss, L* lse_out, const T* x, const int6
 
 // One thread per logit: grad = (softmax - onehot) * scale * g[row or 0]; ignored rows get 0.
 template <class T, class L>
-__global__ void cross_entropy_backward_kernel(T* gx, const T* x, const L* lse, const int64_t* target, const L* g,
+__global__ void cross_entropy_backward_kernel(T* gx, const T* x, const L* stats, const int64_t* target, const L* g,
                                               bool per_row, L scale, int64_t rows, int64_t n, int64_t ignore_index,
                                               bool use32) {
   const int64_t total = rows * n;
@@ -134,7 +136,7 @@ __global__ void cross_entropy_backward_kernel(T* gx, const T* x, const L* lse, c
       continue;
     }
     const L k = scale * g[per_row ? row : 0];
-    const L e = exp(static_cast<L>(load(x[i])) - lse[row]);
+    const L e = exp((static_cast<L>(load(x[i])) - stats[2 * row]) - stats[2 * row + 1]);
     gx[i] = convert<T>(col == t ? e * k - k : e * k);
   }
 }
@@ -181,7 +183,7 @@ void softmax_backward(const Tensor& grad_in, const Tensor& grad_out, const Tenso
   MINIDL_CUDA_CHECK_LAUNCH("softmax_backward");
 }
 
-void cross_entropy(const Tensor& loss, const Tensor& lse, const Tensor& x, const Tensor& target, int64_t ignore_index) {
+void cross_entropy(const Tensor& loss, const Tensor& stats, const Tensor& x, const Tensor& target, int64_t ignore_index) {
   const int64_t rows = x.shape()[0], n = x.shape()[1];
   if (rows == 0) return;
   minidl::cuda::DeviceGuard guard(x.device());
@@ -192,14 +194,14 @@ void cross_entropy(const Tensor& loss, const Tensor& lse, const Tensor& x, const
     using L = std::conditional_t<std::is_same_v<T, double>, double, float>;
     by_row_length(rows, n, dev, [&](auto g, unsigned blocks) {
       cross_entropy_kernel<T, L, decltype(g)::value><<<blocks, kThreads, 0, stream_of(x)>>>(
-          static_cast<L*>(loss.raw_data()), static_cast<L*>(lse.raw_data()), static_cast<const T*>(x.raw_data()),
+          static_cast<L*>(loss.raw_data()), static_cast<L*>(stats.raw_data()), static_cast<const T*>(x.raw_data()),
           static_cast<const int64_t*>(target.raw_data()), rows, n, ignore_index, err.get());
     });
   });
   MINIDL_CUDA_CHECK_LAUNCH("cross_entropy");
 }
 
-void cross_entropy_backward(const Tensor& grad_x, const Tensor& x, const Tensor& lse, const Tensor& target,
+void cross_entropy_backward(const Tensor& grad_x, const Tensor& x, const Tensor& stats, const Tensor& target,
                             const Tensor& g, double scale, int64_t ignore_index) {
   const int64_t rows = x.shape()[0], n = x.shape()[1];
   if (rows * n == 0) return;
@@ -211,7 +213,7 @@ void cross_entropy_backward(const Tensor& grad_x, const Tensor& x, const Tensor&
     using T = typename decltype(tag)::type;
     using L = std::conditional_t<std::is_same_v<T, double>, double, float>;
     cross_entropy_backward_kernel<T, L><<<grid_for(rows * n, dev), kThreads, 0, stream_of(x)>>>(
-        static_cast<T*>(grad_x.raw_data()), static_cast<const T*>(x.raw_data()), static_cast<const L*>(lse.raw_data()),
+        static_cast<T*>(grad_x.raw_data()), static_cast<const T*>(x.raw_data()), static_cast<const L*>(stats.raw_data()),
         static_cast<const int64_t*>(target.raw_data()), static_cast<const L*>(g.raw_data()), per_row,
         static_cast<L>(scale), rows, n, ignore_index, use32);
   });
