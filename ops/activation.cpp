@@ -76,6 +76,8 @@ Tensor relu(const Tensor& x) {
 }
 
 Tensor leaky_relu(const Tensor& x, double slope) {
+  check_defined(x, "leaky_relu", "input");
+  check_floating("leaky_relu", x);  // PyTorch has no integer kernel (relu keeps integers)
   Tensor out = unary_forward(UnaryOp::LeakyRelu, "leaky_relu", x, slope);
   autograd::record("LeakyReluBackward", {x}, {out}, {x}, [slope](const TensorList& g, const TensorList& s) {
     return TensorList{fused_backward(BinaryOp::LeakyReluBackward, "LeakyReluBackwardBackward", g[0], s[0], 0, slope, nullptr)};
@@ -84,6 +86,8 @@ Tensor leaky_relu(const Tensor& x, double slope) {
 }
 
 Tensor gelu(const Tensor& x, bool tanh_approximation) {
+  check_defined(x, "gelu", "input");
+  check_floating("gelu", x);  // PyTorch has no integer kernel (relu keeps integers)
   Tensor out = unary_forward(tanh_approximation ? UnaryOp::GeluTanh : UnaryOp::Gelu, "gelu", x);
   autograd::record("GeluBackward", {x}, {out}, {x}, [tanh_approximation](const TensorList& g, const TensorList& s) {
     // Second derivative (erf form): gelu''(x) = pdf(x) (2 - x^2); composite for the tanh form.
@@ -109,6 +113,8 @@ Tensor gelu(const Tensor& x, bool tanh_approximation) {
 }
 
 Tensor softplus(const Tensor& x_arg, double beta, double threshold) {
+  check_defined(x_arg, "softplus", "input");
+  check_floating("softplus", x_arg);
   amp::AutocastInputs in(kSoftplus, {x_arg});
   const Tensor& x = in[0];
   Tensor out = unary_forward(UnaryOp::Softplus, "softplus", x, beta, threshold);

@@ -274,8 +274,11 @@ Tensor sub(const Tensor& a, double b) {
 
 Tensor rsub(const Tensor& a, double b) {
   check_not_bool("rsub", "subtraction with", a);
-  Tensor out = run_scalar(BinaryOp::Sub, a, b, 1.0, "rsub");  // a - b, negated below
-  Tensor r = run_scalar(BinaryOp::Mul, out, -1.0, 1.0, "rsub");
+  // (-a) + b, which IEEE rounds as b - a: +0 where a == b, as PyTorch (negating a - b gave -0, so
+  // 1 / (1 - p) at p = 1 was -inf).
+  // Negated in the result's dtype: an integer tensor with a fractional b must not wrap first.
+  Tensor negated = run_scalar(BinaryOp::Mul, cast(a, result_type(a, b)), -1.0, 1.0, "rsub");
+  Tensor r = run_scalar(BinaryOp::Add, negated, b, 1.0, "rsub");
   autograd::record("RsubBackward", {a}, {r}, {}, [](const TensorList& g, const TensorList&) { return TensorList{neg(g[0])}; });
   return r;
 }

@@ -49,9 +49,13 @@ Tensor gemm(const char* op, const Tensor& a, const Tensor& b, const Shape& out_s
             double beta) {
   auto kernel = K().gemm.get(a.device(), a.dtype(), op);
   Tensor out = new_empty(out_shape, a.dtype(), a.device());
-  if (init.defined() && beta != 0) {
-    NoGradGuard ng;
-    out.copy_(init.detach());
+  NoGradGuard ng;
+  if (init.defined() && beta != 0) out.copy_(init.detach());
+  if (alpha == 0) {
+    // BLAS skips the product when alpha is 0, so PyTorch's result ignores NaN and inf in a and b.
+    if (!init.defined() || beta == 0) out.zero_();
+    else if (beta != 1) out.mul_(beta);
+    return out;
   }
   kernel(out, a.detach(), b.detach(), alpha, init.defined() ? beta : 0.0);
   return out;

@@ -96,7 +96,8 @@ Tensor mean(const Tensor& x, std::vector<int64_t> dims_in, bool keepdim) {
   check_defined(x, "mean", "self");
   MINIDL_CHECK(x.is_floating_point(), "mean", "could not infer output dtype: input is ", dtype_name(x.dtype()),
                "; cast to a floating dtype first");
-  // f16/bf16: sum and divide in f32, round once (the sum alone may overflow, as PyTorch avoids).
+  // f16/bf16: sum and divide in f32, round once, as PyTorch's CUDA mean and 2.x's CPU one (1.13's
+  // CPU mean accumulates in f16, so mean(full({2}, 60000, f16)) is inf there, 60000 here).
   if (is_low_precision(x.dtype())) return cast(mean(cast(x, DType::F32), std::move(dims_in), keepdim), x.dtype());
   std::vector<int64_t> dims = normalize_dims(dims_in, x.dim(), "mean");
   const int64_t count = reduced_count(x, dims);

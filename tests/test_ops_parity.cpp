@@ -77,6 +77,23 @@ TEST_CASE("subtraction and negation of bool tensors are errors, as PyTorch", "[p
   CHECK(sub(i64({3, 1}), i64({1, 1})).to_vector<int64_t>() == std::vector<int64_t>{2, 0});
 }
 
+TEST_CASE("a number minus a tensor is +0 where they are equal, as PyTorch", "[parity][binary]") {
+  // torch 1.13: 1 - tensor([1.]) is tensor([0.]), and 1 / (1 - x) is +inf.
+  const Tensor x = from_vector<float>({1.0f, 0.0f, -2.5f});
+  const std::vector<float> d = rsub(x, 1.0).to_vector<float>();
+  CHECK(d == std::vector<float>{0.0f, 1.0f, 3.5f});
+  CHECK_FALSE(std::signbit(d[0]));
+  CHECK(div(ones({3}), 1.0 - x).to_vector<float>()[0] == INFINITY);
+  CHECK_FALSE(std::signbit((0.0 - zeros({1})).to_vector<float>()[0]));
+  // Integers keep their dtype with an integral number and become f32 with a fraction, without
+  // wrapping first: 2.5 - uint8(3) = -0.5, as PyTorch.
+  const Tensor u = from_vector<int64_t>({3, 0}).to(DType::U8);
+  CHECK(rsub(u, 1.0).dtype() == DType::U8);
+  CHECK(rsub(u, 1.0).to_vector<uint8_t>() == std::vector<uint8_t>{254, 1});
+  CHECK(rsub(u, 2.5).to_vector<float>() == std::vector<float>{-0.5f, 2.5f});
+  CHECK(rsub(i64({3, -4}), 1.0).to_vector<int64_t>() == std::vector<int64_t>{-2, 5});
+}
+
 TEST_CASE("abs and sign keep integer dtypes and abs of the most negative i64 wraps", "[parity][unary]") {
   const int64_t lo = std::numeric_limits<int64_t>::min();
   Tensor a = abs(i64({-3, 0, 5, lo}));
@@ -413,6 +430,15 @@ TEST_CASE("relu keeps integer dtypes and refuses bool", "[parity][activation]") 
   CHECK(r32.dtype() == DType::I32);
   CHECK(r32.to_vector<int32_t>() == std::vector<int32_t>{0, 7});
   CHECK_THROWS_WITH(relu(bools({true})), Contains("relu") && Contains("bool"));
+}
+
+TEST_CASE("leaky_relu, gelu and softplus refuse integer tensors, as PyTorch", "[parity][activation]") {
+  // PyTorch 1.13: F.leaky_relu(torch.tensor([-1, 2])) raises "leaky_relu_cpu" not implemented for
+  // 'Long' (gelu: "GeluKernelImpl", softplus: "softplus_cpu"); sigmoid and tanh promote to float.
+  CHECK_THROWS_WITH(leaky_relu(i64({-1, 2})), Contains("leaky_relu") && Contains("floating point"));
+  CHECK_THROWS_WITH(gelu(i64({-1, 2})), Contains("gelu") && Contains("floating point"));
+  CHECK_THROWS_WITH(softplus(i64({-1, 2})), Contains("softplus") && Contains("floating point"));
+  CHECK(sigmoid(i64({0})).dtype() == DType::F32);
 }
 
 TEST_CASE("narrow takes a negative start from the end", "[parity][view]") {

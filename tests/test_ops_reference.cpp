@@ -808,6 +808,12 @@ TEST_CASE("bmm, matmul broadcasting, linear and addmm match the reference", "[re
   // beta = 0 ignores the bias entirely, even NaN (as PyTorch).
   Tensor nan_bias = full({n}, std::nan(""), DType::F64);
   CHECK(close(addmm(nan_bias, A.reshape({B * m, k}), make(b0, {k, n}), 0.0, 1.0), {B * m, n}, w0, 0, 1e-14) == "");
+  // alpha = 0 skips the product, so NaN in it does not reach the result (as PyTorch's BLAS path):
+  // torch.addmm(ones(2, 2), full((2, 2), nan), ones(2, 2), beta=1, alpha=0) is all ones.
+  const Tensor nan_mat = full({2, 2}, std::nan(""), DType::F32);
+  CHECK(addmm(ones({2, 2}), nan_mat, ones({2, 2}), 1.0, 0.0).to_vector<float>() == std::vector<float>(4, 1.0f));
+  CHECK(addmm(ones({2}), nan_mat, ones({2, 2}), 3.0, 0.0).to_vector<float>() == std::vector<float>(4, 3.0f));
+  CHECK(addmm(nan_mat, nan_mat, ones({2, 2}), 0.0, 0.0).to_vector<float>() == std::vector<float>(4, 0.0f));
 }
 
 // ---------------------------------------------------------------- joining
