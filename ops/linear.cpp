@@ -153,6 +153,14 @@ Tensor addmm_impl(const Tensor& bias, const Tensor& a, const Tensor& b, double b
   return out;
 }
 
+// Whether `from` broadcasts to `to` without growing it (each trailing dim equal or 1).
+bool expands_to(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  for (size_t i = 1; i <= from.size(); ++i)
+    if (from[from.size() - i] != 1 && from[from.size() - i] != to[to.size() - i]) return false;
+  return true;
+}
+
 Tensor linear_impl(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_defined(x, "linear", "input");
   check_defined(weight, "linear", "weight");
@@ -162,19 +170,22 @@ Tensor linear_impl(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   MINIDL_CHECK(x.dtype() == weight.dtype(), "linear", "input and weight must have the same dtype, got ", x.meta_str(),
                " and ", weight.meta_str());
   check_same_device("linear", x, weight);
+  Shape out_shape(x.shape().begin(), x.shape().end() - 1);
+  out_shape.push_back(weight.size(0));
+  const bool row_bias = bias.defined() && bias.dim() == 1 && bias.size(0) == weight.size(0);
   if (bias.defined()) {
-    MINIDL_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0), "linear", "bias ", bias.meta_str(),
-                 " does not match weight ", weight.meta_str());
+    // Any bias that broadcasts to the output without growing it, as PyTorch's (a 0-dim one among them).
+    MINIDL_CHECK(row_bias || expands_to(bias.shape(), out_shape), "linear", "bias ",
+                 bias.meta_str(), " does not broadcast to the output's shape ", shape_str(out_shape), " (weight ",
+                 weight.meta_str(), ")");
     MINIDL_CHECK(bias.dtype() == weight.dtype(), "linear", "bias and weight must have the same dtype, got ",
                  bias.meta_str(), " and ", weight.meta_str());
     check_same_device("linear", bias, weight);
   }
   Tensor x2 = x.dim() == 2 ? x : x.reshape({-1, x.size(-1)});
-  Tensor out = bias.defined() ? addmm_impl(bias, x2, weight.t(), 1.0, 1.0) : mm_impl(x2, weight.t());
-  if (x.dim() == 2) return out;
-  Shape s(x.shape().begin(), x.shape().end() - 1);
-  s.push_back(weight.size(0));
-  return out.reshape(s);
+  Tensor out = row_bias ? addmm_impl(bias, x2, weight.t(), 1.0, 1.0) : mm_impl(x2, weight.t());
+  if (x.dim() != 2) out = out.reshape(out_shape);
+  return bias.defined() && !row_bias ? add(out, bias) : out;
 }
 }  // namespace
 

@@ -26,9 +26,11 @@ inline void check_loss_pair(const char* op, const Tensor& input, const Tensor& t
 }
 
 // The regression losses (mse, l1, smooth_l1, huber) broadcast a target of another shape, as
-// PyTorch, which warns each time with these words (the result is rarely what was meant).
+// PyTorch, which warns each time with these words (the result is rarely what was meant). Shapes
+// that do not broadcast are an error naming the loss (not the sub inside it), without the warning.
 inline void warn_if_target_broadcasts(const char* op, const Tensor& input, const Tensor& target) {
   if (input.shape() == target.shape()) return;
+  broadcast_shapes(input.shape(), target.shape(), op);
   warn(detail::concat(op, ": Using a target size (", shape_str(target.shape()), ") that is different to the input size (",
                       shape_str(input.shape()),
                       "). This will likely lead to incorrect results due to broadcasting. Please ensure they have the "

@@ -93,6 +93,7 @@ Tensor kl_div(const Tensor& input_arg, const Tensor& target_arg, KLDivReduction 
                "Integral inputs not supported: input and target must be floating point, got ", input.meta_str(),
                " and ", target.meta_str());
   check_same_device(op, input, target);
+  broadcast_shapes(input.shape(), target.shape(), op);  // an error names kl_div, not its mul
   Tensor loss;
   if (log_target) {
     loss = mul(exp(target), sub(target, input));

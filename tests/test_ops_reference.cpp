@@ -808,6 +808,15 @@ TEST_CASE("bmm, matmul broadcasting, linear and addmm match the reference", "[re
   // beta = 0 ignores the bias entirely, even NaN (as PyTorch).
   Tensor nan_bias = full({n}, std::nan(""), DType::F64);
   CHECK(close(addmm(nan_bias, A.reshape({B * m, k}), make(b0, {k, n}), 0.0, 1.0), {B * m, n}, w0, 0, 1e-14) == "");
+  // linear takes any bias that broadcasts to its output, as PyTorch: F.linear(ones(1, 2), ones(3, 2),
+  // tensor(1.)) is [[3, 3, 3]]; a [m, 1] bias adds one value per row; the gradient sums back to its shape.
+  CHECK(linear(ones({1, 2}), ones({3, 2}), scalar_tensor(1.0)).to_vector<float>() == std::vector<float>(3, 3.0f));
+  const Tensor row_bias = from_vector<float>({10.0f, 20.0f}, {2, 1}).requires_grad_();
+  const Tensor lin_out = linear(ones({2, 2}), ones({3, 2}), row_bias);
+  CHECK(lin_out.to_vector<float>() == std::vector<float>{12, 12, 12, 22, 22, 22});
+  sum(lin_out).backward();
+  CHECK(row_bias.grad().to_vector<float>() == std::vector<float>{3, 3});
+  CHECK_THROWS_WITH(linear(ones({2, 2}), ones({3, 2}), zeros({4, 1, 3})), Catch::Contains("linear") && Catch::Contains("bias"));
   // alpha = 0 skips the product, so NaN in it does not reach the result (as PyTorch's BLAS path):
   // torch.addmm(ones(2, 2), full((2, 2), nan), ones(2, 2), beta=1, alpha=0) is all ones.
   const Tensor nan_mat = full({2, 2}, std::nan(""), DType::F32);
