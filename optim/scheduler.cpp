@@ -24,8 +24,8 @@ LRScheduler::LRScheduler(Optimizer& optimizer) : opt_(optimizer) {
 void LRScheduler::step() {
   const int64_t epoch = last_epoch_ + 1;
   std::vector<double> lrs = lr_at(epoch);  // may throw (OneCycleLR past its end): nothing changes
+  apply(epoch, lrs);                        // may throw (a group added since): nothing changes
   last_epoch_ = epoch;
-  apply(epoch, lrs);
   last_lr_ = std::move(lrs);
 }
 

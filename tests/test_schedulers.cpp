@@ -247,3 +247,14 @@ TEST_CASE("a scheduler built after the optimizer's state was loaded keeps the re
   MultiStepLR at_zero(fresh, {0, 4}, 0.5);
   CHECK(fresh.param_groups()[0].lr() == 0.05);
 }
+
+TEST_CASE("a param group added after the scheduler is refused at its step, which then changes nothing", "[optim][sched][errors]") {
+  SGD opt(one_param(), SGDOptions(0.1));
+  StepLR sched(opt, 1, 0.5);
+  sched.step();
+  opt.add_param_group(ParamGroup(one_param()));
+  CHECK_THROWS_WITH(sched.step(), Catch::Contains("StepLR") && Catch::Contains("groups added after the scheduler"));
+  CHECK(sched.last_epoch() == 1);
+  CHECK(sched.get_last_lr() == std::vector<double>{0.05});
+  CHECK(opt.param_groups()[0].lr() == 0.05);
+}
