@@ -153,14 +153,6 @@ Tensor addmm_impl(const Tensor& bias, const Tensor& a, const Tensor& b, double b
   return out;
 }
 
-// Whether `from` broadcasts to `to` without growing it (each trailing dim equal or 1).
-bool expands_to(const Shape& from, const Shape& to) {
-  if (from.size() > to.size()) return false;
-  for (size_t i = 1; i <= from.size(); ++i)
-    if (from[from.size() - i] != 1 && from[from.size() - i] != to[to.size() - i]) return false;
-  return true;
-}
-
 Tensor linear_impl(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_defined(x, "linear", "input");
   check_defined(weight, "linear", "weight");
@@ -175,7 +167,7 @@ Tensor linear_impl(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const bool row_bias = bias.defined() && bias.dim() == 1 && bias.size(0) == weight.size(0);
   if (bias.defined()) {
     // Any bias that broadcasts to the output without growing it, as PyTorch's (a 0-dim one among them).
-    MINIDL_CHECK(row_bias || expands_to(bias.shape(), out_shape), "linear", "bias ",
+    MINIDL_CHECK(row_bias || expandable_to(bias.shape(), out_shape), "linear", "bias ",
                  bias.meta_str(), " does not broadcast to the output's shape ", shape_str(out_shape), " (weight ",
                  weight.meta_str(), ")");
     MINIDL_CHECK(bias.dtype() == weight.dtype(), "linear", "bias and weight must have the same dtype, got ",

@@ -168,7 +168,7 @@ Tensor fused_cross_entropy(const Tensor& x, const Tensor& target, Reduction redu
   else r = reduce_rows_on_host(loss_rows, reduction, host_count, x.dtype(), x.device());
   autograd::record("CrossEntropyBackward", {x}, {r.out}, {x, tc, stats},
                    [scale = r.scale, scale_t = r.scale_on_device, ignore_index, cdt](const TensorList& g, const TensorList& s) {
-                     const Tensor &xs = s[0], &ts = s[1], &ls = s[2];
+                     const Tensor &xs = s[0], &ts = s[1], &row_stats = s[2];
                      if (GradMode::is_enabled()) {
                        // create_graph: the same formula in differentiable ops.
                        Tensor mask = ne(ts, static_cast<double>(ignore_index));
@@ -185,7 +185,7 @@ Tensor fused_cross_entropy(const Tensor& x, const Tensor& target, Reduction redu
                      Tensor gc = cast(g[0], cdt);
                      if (scale_t.defined()) gc = mul(gc, scale_t);
                      Tensor gx = new_empty(xs.shape(), xs.dtype(), xs.device());
-                     K().cross_entropy_backward.get(xs.device(), xs.dtype())(gx, xs.contiguous(), ls, ts, gc.contiguous(),
+                     K().cross_entropy_backward.get(xs.device(), xs.dtype())(gx, xs.contiguous(), row_stats, ts, gc.contiguous(),
                                                                              scale_t.defined() ? 1.0 : scale, ignore_index);
                      return TensorList{gx};
                    });

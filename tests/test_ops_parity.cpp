@@ -433,8 +433,9 @@ TEST_CASE("relu keeps integer dtypes and refuses bool", "[parity][activation]") 
 }
 
 TEST_CASE("leaky_relu, gelu and softplus refuse integer tensors, as PyTorch", "[parity][activation]") {
-  // PyTorch 1.13: F.leaky_relu(torch.tensor([-1, 2])) raises "leaky_relu_cpu" not implemented for
-  // 'Long' (gelu: "GeluKernelImpl", softplus: "softplus_cpu"); sigmoid and tanh promote to float.
+  // PyTorch 1.13 has no integer kernel for these three: F.leaky_relu(torch.tensor([-1, 2])) raises a
+  // RuntimeError naming "leaky_relu_cpu" and 'Long' (gelu: "GeluKernelImpl", softplus:
+  // "softplus_cpu"); sigmoid and tanh promote to float.
   CHECK_THROWS_WITH(leaky_relu(i64({-1, 2})), Contains("leaky_relu") && Contains("floating point"));
   CHECK_THROWS_WITH(gelu(i64({-1, 2})), Contains("gelu") && Contains("floating point"));
   CHECK_THROWS_WITH(softplus(i64({-1, 2})), Contains("softplus") && Contains("floating point"));
