@@ -71,4 +71,6 @@ std::vector<const amp::OpPolicy*> batch_norm_policies();
 std::vector<const amp::OpPolicy*> norm_policies();
 std::vector<const amp::OpPolicy*> attention_policies();
 std::vector<const amp::OpPolicy*> pad_policies();
+std::vector<const amp::OpPolicy*> scan_policies();
+std::vector<const amp::OpPolicy*> index_policies();
 }  // namespace minidl::ops_detail

@@ -3,7 +3,9 @@
 // matching select/gather), so gradients of any order work. CPU indices are validated on the host
 // with an error naming the offending value, so the CPU kernels skip bounds checks; the CUDA kernels
 // check every index they read and report a bad one at the next synchronisation (ops/common.h's
-// device_checks_indices), so that no op waits for the device. Autocast policy: None.
+// device_checks_indices), so that no op waits for the device. Public scatter_add (torch.scatter_add)
+// is differentiable in self and src. Autocast policy: None, except scatter_add on CUDA (Promote,
+// PyTorch's CUDA promote list).
 #include <algorithm>
 
 #include "ops/common.h"
@@ -12,6 +14,13 @@ namespace minidl {
 
 using namespace ops_detail;
 using autograd::TensorList;
+
+namespace {
+using P = amp::CastPolicy;
+const amp::OpPolicy kScatterAdd{"scatter_add", P::None, P::Promote};
+}  // namespace
+
+std::vector<const amp::OpPolicy*> ops_detail::index_policies() { return {&kScatterAdd}; }
 
 namespace {
 // The index as contiguous i64 on the host, for validation (a copy only when it lives elsewhere).
@@ -102,6 +111,56 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
     autograd::record("GatherBackward", {x}, {out}, {index}, [dim, shape = x.shape()](const TensorList& g, const TensorList& s) {
       return TensorList{scatter_add_into_zeros(shape, dim, s[0], g[0])};
     });
+  return out;
+}
+
+Tensor scatter_add(const Tensor& x_arg, int64_t dim, const Tensor& index, const Tensor& src_arg) {
+  const char* name = "scatter_add";
+  amp::AutocastInputs in(kScatterAdd, {x_arg, src_arg});
+  const Tensor& x = in[0];
+  const Tensor& src = in[1];
+  check_defined(x, name, "self");
+  check_defined(index, name, "index");
+  check_defined(src, name, "src");
+  check_same_device(name, x, index);
+  check_same_device(name, x, src);
+  MINIDL_CHECK(index.dtype() == DType::I64, name, "expected an i64 index, got ", index.meta_str());
+  MINIDL_CHECK(x.dtype() == src.dtype(), name, "expected self and src of one dtype, got ", x.meta_str(), " and ",
+               src.meta_str());
+  MINIDL_CHECK(index.dim() == x.dim() && src.dim() == x.dim(), name,
+               "index and src must have as many dimensions as self: got self ", x.meta_str(), ", index ",
+               index.meta_str(), ", src ", src.meta_str());
+  if (x.dim() == 0) {
+    wrap_dim(dim, 1, name);
+    return scatter_add(x.reshape({1}), 0, index.reshape({1}), src.reshape({1})).reshape({});
+  }
+  dim = wrap_dim(dim, x.dim(), name);
+  for (int64_t d = 0; d < x.dim(); ++d)
+    MINIDL_CHECK(index.shape()[d] <= src.shape()[d] && (d == dim || index.shape()[d] <= x.shape()[d]), name,
+                 "index ", shape_str(index.shape()), " must be no larger than src ", shape_str(src.shape()),
+                 " and, apart from dimension ", dim, ", than self ", shape_str(x.shape()), " (mismatch at dimension ",
+                 d, ")");
+  if (!device_checks_indices(x.device())) check_bounds(name, index, dim, x.shape()[dim]);
+  // src's part that the index addresses (all of it when the shapes agree).
+  Tensor part = src.detach();
+  for (int64_t d = 0; d < src.dim(); ++d)
+    if (index.shape()[d] != src.shape()[d]) part = part.narrow(d, 0, index.shape()[d]);
+  Tensor out = x.detach().clone(MemoryFormat::Contiguous);
+  K().scatter_add.get(x.device(), x.dtype(), name)(out, dim, index, part);
+  if (x.is_floating_point())
+    autograd::record("ScatterAddBackward", {x, src}, {out}, {index},
+                     [dim, src_shape = src.shape()](const TensorList& g, const TensorList& s) {
+                       // src's gradient: the output's gradient at the places each src element went,
+                       // zero for the elements the index does not reach.
+                       Tensor gs = gather(g[0], dim, s[0]);
+                       if (gs.shape() != src_shape) {
+                         std::vector<int64_t> pads;
+                         for (int64_t d = static_cast<int64_t>(src_shape.size()) - 1; d >= 0; --d)
+                           pads.insert(pads.end(), {0, src_shape[d] - gs.shape()[d]});
+                         gs = pad(gs, pads);
+                       }
+                       return TensorList{g[0], gs};
+                     });
   return out;
 }
 

@@ -173,6 +173,17 @@ using CrossEntropyFn = void (*)(const Tensor& loss, const Tensor& stats, const T
 using CrossEntropyBackwardFn = void (*)(const Tensor& grad_x, const Tensor& x, const Tensor& stats, const Tensor& target,
                                         const Tensor& g, double scale, int64_t ignore_index);
 
+// Sorting along `dim` of a contiguous x: values (x's dtype) and indices (i64), both contiguous with
+// x's shape, get each line of x in order, stable (equal values keep their order), NaN above every
+// number (last ascending, first descending), as PyTorch's sort(stable=True).
+using SortFn = void (*)(const Tensor& values, const Tensor& indices, const Tensor& x, int64_t dim, bool descending);
+
+// Cumulative sum along `dim` of a contiguous x into out (contiguous, same shape and dtype); reverse:
+// from the end of each line (out[i] = x[i] + ... + x[n-1], cumsum's backward). Accumulates in f64
+// for f32/f64 and in f32 for f16/bf16 (PyTorch's CPU acc_type), in i64 for integers, "or" for bool;
+// each output rounded once.
+using ScanFn = void (*)(const Tensor& out, const Tensor& x, int64_t dim, bool reverse);
+
 // Random fills from the Philox4x32-10 stream (framework/generator.h) of `seed`, starting at block
 // `offset`; the op reserves random_blocks(numel) blocks. Element k uses only block offset + k/4
 // (32-bit draws) or offset + k/2 (64-bit draws), so results are independent of threading.
@@ -349,6 +360,8 @@ struct Registry {
   KernelTable<IndexAddFn> index_add{"index_add"};
   KernelTable<GatherFn> gather{"gather"};
   KernelTable<ScatterAddFn> scatter_add{"scatter_add"};
+  KernelTable<SortFn> sort{"sort"};
+  KernelTable<ScanFn> scan{"cumsum"};
   KernelTable<IndexRangeCheckFn> check_index_range{"check_index_range"};
   KernelTable<CrossEntropyFn> cross_entropy{"cross_entropy"};
   KernelTable<CrossEntropyBackwardFn> cross_entropy_backward{"cross_entropy_backward"};
@@ -408,6 +421,8 @@ void for_each_table(R& r, Fn&& fn) {
   MINIDL_KERNEL_TABLE(index_add)
   MINIDL_KERNEL_TABLE(gather)
   MINIDL_KERNEL_TABLE(scatter_add)
+  MINIDL_KERNEL_TABLE(sort)
+  MINIDL_KERNEL_TABLE(scan)
   MINIDL_KERNEL_TABLE(check_index_range)
   MINIDL_KERNEL_TABLE(cross_entropy)
   MINIDL_KERNEL_TABLE(cross_entropy_backward)

@@ -98,6 +98,12 @@ Tensor argmax(const Tensor& x);  // index into the flattened tensor
 Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor argmin(const Tensor& x);  // index into the flattened tensor
 Tensor sum_to(const Tensor& x, const Shape& shape);  // reduce broadcast dims back to shape
+// amax/amin: the largest/smallest value over dims (empty = all), torch.amax/amin. NaN propagates;
+// the gradient is shared evenly by the elements equal to the result (NaN across a NaN slice), as
+// PyTorch's; max(x, dim) instead sends it to the one index it returns. A zero-size reduced dim is
+// refused. bool and integer inputs keep their dtype.
+Tensor amax(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
 // log(sum(exp(x))) over dims (empty = all), torch.logsumexp: the max over dims is subtracted first,
 // so large values do not overflow; a slice of only -inf gives -inf, any +inf gives +inf, NaN
 // propagates, an empty slice gives -inf. Integer and bool inputs give f32 (PyTorch's default
@@ -179,6 +185,27 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 Tensor one_hot(const Tensor& index, int64_t num_classes = -1);  // i64 result
+// torch.scatter_add: a copy of x with src[i][j] added at [index[i][j]][j] (dim 0; likewise for
+// any dim); index i64, of x's rank, no larger than src in any dim nor than x apart from dim; src of
+// x's dtype. Repeated indices accumulate. Differentiable in x (the gradient passes through) and in
+// src (the gradient gathered back; 0 for src elements the index does not reach, where PyTorch's
+// backward refuses a src larger than index). Autocast: Promote on CUDA, as PyTorch's.
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+
+// ---- sorting (ops/sort.cpp): stable along dim (equal values keep their order), NaN above every
+// number (last ascending, first descending), as PyTorch's sort(stable=True). Indices are i64;
+// gradients go to the selected elements. Every dtype; bool sorts false before true.
+ValuesIndices sort(const Tensor& x, int64_t dim = -1, bool descending = false);
+Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
+// The k largest (smallest with largest = false) along dim, in order; of equal values the earliest
+// come first (PyTorch leaves that choice to its kernel). sorted = false is accepted and still
+// sorts. 0 <= k <= size(dim).
+ValuesIndices topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true);
+
+// ---- cumulative sum (ops/scan.cpp), torch.cumsum: integer and bool inputs give i64; `dtype` casts
+// the input first. f32 accumulates in f64 and f16/bf16 in f32, each output rounded once (PyTorch's
+// CPU kernel; its CUDA one accumulates f32 in f32). Autocast: FP32SetOptDtype on CUDA, as PyTorch.
+Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
 
 // ---- casts (ops/cast.cpp): differentiable between floating dtypes
 Tensor cast(const Tensor& x, DType dtype);

@@ -1,5 +1,5 @@
 // Reductions: sum, mean, var, the vector norm, logsumexp, max/min (all elements or along a dim,
-// with indices), argmax/argmin and sum_to (the reverse of broadcasting). Autocast policy: None on CPU
+// with indices), amax/amin (over dims), argmax/argmin and sum_to (the reverse of broadcasting). Autocast policy: None on CPU
 // (sum is FP32SetOptDtype on CUDA, logsumexp FP32). Integer and bool sums produce i64, as PyTorch.
 #include <algorithm>
 #include <cmath>
@@ -203,6 +203,32 @@ ValuesIndices max(const Tensor& x, int64_t dim, bool keepdim) { return extreme(R
 ValuesIndices min(const Tensor& x, int64_t dim, bool keepdim) { return extreme(ReduceOp::Min, "min", x, dim, keepdim); }
 Tensor max(const Tensor& x) { return extreme_all(ReduceOp::Max, "max", x); }
 Tensor min(const Tensor& x) { return extreme_all(ReduceOp::Min, "min", x); }
+
+namespace {
+// amax/amin over dims (empty = all): the extreme value of each slice, no indices. As PyTorch's, the
+// gradient is shared evenly by the elements equal to the extreme, (g / count) * mask, which is NaN
+// across a slice whose extreme is NaN (no element equals it).
+Tensor extreme_over_dims(ReduceOp op, const char* name, const Tensor& x, const std::vector<int64_t>& dims_in, bool keepdim) {
+  check_defined(x, name, "self");
+  if (x.dtype() == DType::Bool) return cast(extreme_over_dims(op, name, cast(x, DType::U8), dims_in, keepdim), DType::Bool);
+  const std::vector<int64_t> dims = normalize_dims(dims_in, x.dim(), name);
+  for (int64_t d : dims)
+    MINIDL_CHECK(x.dim() == 0 || x.shape()[d] > 0, name, "expected reduction dim ", d, " to have non-zero size (",
+                 x.meta_str(), ")");
+  const Tensor r = reduce_raw(op, name, x, dims);  // keepdim-shaped
+  Tensor out = keepdim ? r : r.view(drop_shape(x.shape(), dims));
+  if (x.is_floating_point())
+    autograd::record(op == ReduceOp::Max ? "AmaxBackward" : "AminBackward", {x}, {out}, {x, autograd::output(out)},
+                     [dims, keep = keep_shape(x.shape(), dims)](const TensorList& g, const TensorList& s) {
+                       const Tensor mask = cast(eq(s[0], s[1].reshape(keep)), g[0].dtype());
+                       return TensorList{mul(div(g[0].reshape(keep), sum(mask, dims, true)), mask)};
+                     });
+  return out;
+}
+}  // namespace
+
+Tensor amax(const Tensor& x, std::vector<int64_t> dims, bool keepdim) { return extreme_over_dims(ReduceOp::Max, "amax", x, dims, keepdim); }
+Tensor amin(const Tensor& x, std::vector<int64_t> dims, bool keepdim) { return extreme_over_dims(ReduceOp::Min, "amin", x, dims, keepdim); }
 
 namespace {
 // argmax/argmin: max/min's index along dim (the first of equal extremes; the first NaN wins), i64.

@@ -190,7 +190,7 @@ TEST_CASE("the policy table matches torch's lists for every op minidl has", "[am
     CHECK(cpu(op) == P::None);
     CHECK(cuda(op) == P::FP32);
   }
-  for (const char* op : {"softmax", "log_softmax", "sum"}) {
+  for (const char* op : {"softmax", "log_softmax", "sum", "cumsum"}) {
     CHECK(cpu(op) == P::None);
     CHECK(cuda(op) == P::FP32SetOptDtype);
   }
@@ -198,10 +198,12 @@ TEST_CASE("the policy table matches torch's lists for every op minidl has", "[am
     CHECK(cpu(op) == P::Promote);
     CHECK(cuda(op) == P::None);  // CUDA's promote list has neither; cat promotes on its own
   }
+  CHECK(cpu("scatter_add") == P::None);
+  CHECK(cuda("scatter_add") == P::Promote);
   // In no list on either device.
   for (const char* op : {"sqrt", "tanh", "sigmoid", "relu", "gelu", "mean", "var", "max_pool2d", "avg_pool2d",
                          "adaptive_avg_pool2d", "batch_norm", "dropout", "add", "div", "remainder", "fmod", "where",
-                         "index_select", "gather"}) {
+                         "index_select", "gather", "sort", "topk", "amax"}) {
     CHECK(cpu(op) == P::None);
     CHECK(cuda(op) == P::None);
   }

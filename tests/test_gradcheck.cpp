@@ -149,6 +149,21 @@ const std::vector<GradCase> kCases = {
   {.name = "max dim 1", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(max(x[0], 1).values); }},
   {.name = "max dim 0 keepdim", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(max(x[0], 0, true).values); }},
   {.name = "max dim -1 3-D", .shapes = {{2, 3, 4}}, .fn = [](const TL& x) { return sq(max(x[0], -1).values); }},
+  // ---- amax/amin, sorting, cumulative sums, scatter_add (random inputs have no ties)
+  {.name = "amax all", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(amax(x[0])); }},
+  {.name = "amax dims 0,2 keepdim", .shapes = {{2, 3, 4}}, .fn = [](const TL& x) { return sq(amax(x[0], {0, 2}, true)); }},
+  {.name = "amin dim 1", .shapes = {{2, 3, 4}}, .fn = [](const TL& x) { return sq(amin(x[0], {1})); }},
+  {.name = "sort last dim", .shapes = {{3, 5}}, .fn = [](const TL& x) { return sq(sort(x[0]).values); }},
+  {.name = "sort dim 0 descending", .shapes = {{4, 3, 2}}, .fn = [](const TL& x) { return sq(sort(x[0], 0, true).values); }},
+  {.name = "topk 2 of dim 1", .shapes = {{3, 5}}, .fn = [](const TL& x) { return sq(topk(x[0], 2, 1).values); }},
+  {.name = "topk smallest 3 of dim 0", .shapes = {{4, 2, 3}}, .fn = [](const TL& x) { return sq(topk(x[0], 3, 0, false).values); }},
+  {.name = "cumsum dim 1", .shapes = {{3, 5}}, .fn = [](const TL& x) { return sq(cumsum(x[0], 1)); }},
+  {.name = "cumsum dim 0 3-D", .shapes = {{4, 2, 3}}, .fn = [](const TL& x) { return sq(cumsum(x[0], 0)); }},
+  {.name = "cumsum 0-dim", .shapes = {{}}, .fn = [](const TL& x) { return sq(cumsum(x[0], 0)); }},
+  {.name = "scatter_add dim 0 repeated indices", .shapes = {{3, 4}, {2, 4}}, .fn = [](const TL& x) {
+     return sq(scatter_add(x[0], 0, from_vector<int64_t>({2, 0, 2, 1, 2, 2, 0, 1}, {2, 4}).to(x[0].device()), x[1])); }},
+  {.name = "scatter_add dim 1, src larger than index", .shapes = {{2, 3}, {2, 4}}, .fn = [](const TL& x) {
+     return sq(scatter_add(x[0], 1, from_vector<int64_t>({1, 1, 0, 2}, {2, 2}).to(x[0].device()), x[1])); }},
   // ---- vector norm (p = 2, 1, inf, -inf, 0, other; dims, keepdim). Inputs in [0.2, 2) with random
   // signs where |x|^(p-1) must stay finite; the extreme of the inf norms is unique in random data.
   {.name = "norm 2 all", .shapes = {{2, 3, 4}}, .fn = [](const TL& x) { return sq(norm(x[0])); }},

@@ -20,6 +20,8 @@ void register_foreach_sgd(Registry& r);
 void register_foreach_adam(Registry& r);
 void register_softmax(Registry& r);
 void register_index(Registry& r);
+void register_sort(Registry& r);
+void register_scan(Registry& r);
 void register_random(Registry& r);
 void register_conv(Registry& r);
 void register_pool(Registry& r);
@@ -37,6 +39,8 @@ void register_all(Registry& r) {
   register_foreach_adam(r);
   register_softmax(r);
   register_index(r);
+  register_sort(r);
+  register_scan(r);
   register_random(r);
   register_conv(r);
   register_pool(r);

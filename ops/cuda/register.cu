@@ -14,6 +14,8 @@ void register_softmax(Registry& r);
 void register_foreach_unscale(Registry& r);
 void register_foreach(Registry& r);
 void register_index(Registry& r);
+void register_sort(Registry& r);
+void register_scan(Registry& r);
 void register_random(Registry& r);
 void register_conv(Registry& r);
 void register_pool(Registry& r);
@@ -28,6 +30,8 @@ void register_tables(Registry& r) {
   register_foreach_unscale(r);
   register_foreach(r);
   register_index(r);
+  register_sort(r);
+  register_scan(r);
   register_random(r);
   register_conv(r);
   register_pool(r);
