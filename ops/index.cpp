@@ -131,7 +131,7 @@ Tensor scatter_add(const Tensor& x_arg, int64_t dim, const Tensor& index, const 
                "index and src must have as many dimensions as self: got self ", x.meta_str(), ", index ",
                index.meta_str(), ", src ", src.meta_str());
   if (x.dim() == 0) {
-    wrap_dim(dim, 1, name);
+    wrap_dim(dim, 0, name);
     return scatter_add(x.reshape({1}), 0, index.reshape({1}), src.reshape({1})).reshape({});
   }
   dim = wrap_dim(dim, x.dim(), name);

@@ -178,11 +178,12 @@ using CrossEntropyBackwardFn = void (*)(const Tensor& grad_x, const Tensor& x, c
 // number (last ascending, first descending), as PyTorch's sort(stable=True).
 using SortFn = void (*)(const Tensor& values, const Tensor& indices, const Tensor& x, int64_t dim, bool descending);
 
-// Cumulative sum along `dim` of a contiguous x into out (contiguous, same shape and dtype); reverse:
-// from the end of each line (out[i] = x[i] + ... + x[n-1], cumsum's backward). Accumulates in f64
-// for f32/f64 and in f32 for f16/bf16 (PyTorch's CPU acc_type), in i64 for integers, "or" for bool;
-// each output rounded once.
-using ScanFn = void (*)(const Tensor& out, const Tensor& x, int64_t dim, bool reverse);
+// Cumulative sum or product along `dim` of a contiguous x into out (contiguous, same shape and
+// dtype); reverse: from the end of each line (out[i] = x[i] + ... + x[n-1], cumsum's backward).
+// Accumulates in f64 for f32/f64 and in f32 for f16/bf16 (PyTorch's CPU acc_type), in i64 for
+// integers and bool; each output rounded once.
+enum class ScanOp : uint8_t { Sum, Prod };
+using ScanFn = void (*)(ScanOp op, const Tensor& out, const Tensor& x, int64_t dim, bool reverse);
 
 // Random fills from the Philox4x32-10 stream (framework/generator.h) of `seed`, starting at block
 // `offset`; the op reserves random_blocks(numel) blocks. Element k uses only block offset + k/4
@@ -361,7 +362,7 @@ struct Registry {
   KernelTable<GatherFn> gather{"gather"};
   KernelTable<ScatterAddFn> scatter_add{"scatter_add"};
   KernelTable<SortFn> sort{"sort"};
-  KernelTable<ScanFn> scan{"cumsum"};
+  KernelTable<ScanFn> scan{"scan"};
   KernelTable<IndexRangeCheckFn> check_index_range{"check_index_range"};
   KernelTable<CrossEntropyFn> cross_entropy{"cross_entropy"};
   KernelTable<CrossEntropyBackwardFn> cross_entropy_backward{"cross_entropy_backward"};

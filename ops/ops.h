@@ -202,10 +202,12 @@ Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
 // sorts. 0 <= k <= size(dim).
 ValuesIndices topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true);
 
-// ---- cumulative sum (ops/scan.cpp), torch.cumsum: integer and bool inputs give i64; `dtype` casts
-// the input first. f32 accumulates in f64 and f16/bf16 in f32, each output rounded once (PyTorch's
-// CPU kernel; its CUDA one accumulates f32 in f32). Autocast: FP32SetOptDtype on CUDA, as PyTorch.
+// ---- cumulative sum and product (ops/scan.cpp), torch.cumsum/cumprod: integer and bool inputs give
+// i64; `dtype` casts the input first. f32 accumulates in f64 and f16/bf16 in f32, each output
+// rounded once (PyTorch's CPU kernel; its CUDA one accumulates f32 in f32). cumprod's gradient is
+// right at zeros too, as PyTorch's. Autocast: FP32SetOptDtype on CUDA, as PyTorch.
 Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
+Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
 
 // ---- casts (ops/cast.cpp): differentiable between floating dtypes
 Tensor cast(const Tensor& x, DType dtype);

@@ -42,7 +42,7 @@ ValuesIndices sort(const Tensor& x, int64_t dim, bool descending) {
   const char* name = "sort";
   check_defined(x, name, "self");
   if (x.dim() == 0) {
-    wrap_dim(dim, 1, name);
+    wrap_dim(dim, 0, name);
     ValuesIndices r = sort(x.reshape({1}), 0, descending);
     return {r.values.reshape({}), r.indices.reshape({})};
   }
@@ -63,8 +63,10 @@ ValuesIndices topk(const Tensor& x, int64_t k, int64_t dim, bool largest, bool s
   const char* name = "topk";
   check_defined(x, name, "self");
   if (x.dim() == 0) {
-    wrap_dim(dim, 1, name);
-    ValuesIndices r = topk(x.reshape({1}), k, 0, largest, true);
+    wrap_dim(dim, 0, name);
+    MINIDL_CHECK(k == 0 || k == 1, name, "k (", k, ") is out of range for a 0-dim tensor (0 or 1)");
+    // As PyTorch's, a 0-dim tensor gives itself and index 0, for k 0 too.
+    ValuesIndices r = topk(x.reshape({1}), 1, 0, largest, true);
     return {r.values.reshape({}), r.indices.reshape({})};
   }
   dim = wrap_dim(dim, x.dim(), name);

@@ -190,7 +190,7 @@ TEST_CASE("the policy table matches torch's lists for every op minidl has", "[am
     CHECK(cpu(op) == P::None);
     CHECK(cuda(op) == P::FP32);
   }
-  for (const char* op : {"softmax", "log_softmax", "sum", "cumsum"}) {
+  for (const char* op : {"softmax", "log_softmax", "sum", "cumsum", "cumprod"}) {
     CHECK(cpu(op) == P::None);
     CHECK(cuda(op) == P::FP32SetOptDtype);
   }

@@ -159,6 +159,8 @@ const std::vector<GradCase> kCases = {
   {.name = "topk smallest 3 of dim 0", .shapes = {{4, 2, 3}}, .fn = [](const TL& x) { return sq(topk(x[0], 3, 0, false).values); }},
   {.name = "cumsum dim 1", .shapes = {{3, 5}}, .fn = [](const TL& x) { return sq(cumsum(x[0], 1)); }},
   {.name = "cumsum dim 0 3-D", .shapes = {{4, 2, 3}}, .fn = [](const TL& x) { return sq(cumsum(x[0], 0)); }},
+  {.name = "cumprod dim 1", .shapes = {{3, 5}}, .fn = [](const TL& x) { return sq(cumprod(x[0], 1)); }},
+  {.name = "cumprod dim 0 3-D", .shapes = {{4, 2, 3}}, .fn = [](const TL& x) { return cumprod(x[0], 0); }},
   {.name = "cumsum 0-dim", .shapes = {{}}, .fn = [](const TL& x) { return sq(cumsum(x[0], 0)); }},
   {.name = "scatter_add dim 0 repeated indices", .shapes = {{3, 4}, {2, 4}}, .fn = [](const TL& x) {
      return sq(scatter_add(x[0], 0, from_vector<int64_t>({2, 0, 2, 1, 2, 2, 0, 1}, {2, 4}).to(x[0].device()), x[1])); }},

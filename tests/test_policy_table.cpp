@@ -60,6 +60,7 @@ const std::map<std::string, std::function<void()>>& op_calls() {
       {"log_softmax", [] { log_softmax(rand_t({2, 3}), 1); }},
       {"sum", [] { sum(rand_t({2, 3})); }},
       {"cumsum", [] { cumsum(rand_t({2, 3}), 1); }},
+      {"cumprod", [] { cumprod(rand_t({2, 3}), 1); }},
       {"scatter_add", [] { scatter_add(rand_t({2, 3}), 0, from_vector<int64_t>({1, 0, 1}, {1, 3}), rand_t({1, 3})); }},
       {"norm", [] { norm(rand_t({2, 3}), 2.0, {1}); }},
       {"cat", [] { cat({rand_t({2}), rand_t({3})}); }},

@@ -1,4 +1,4 @@
-// sort, argsort, topk (ops/sort.cpp), cumsum (ops/scan.cpp), amax/amin (ops/reduce.cpp) and
+// sort, argsort, topk (ops/sort.cpp), cumsum and cumprod (ops/scan.cpp), amax/amin (ops/reduce.cpp) and
 // scatter_add (ops/index.cpp): values, indices and gradients against torch 1.13's (the literals
 // below are what it printed for the same inputs; torch.sort with stable=True), NaN and infinities,
 // integer and bool dtypes, the accumulation types of cumsum, errors by message, and CUDA against
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cuda_checks.h"
+#include "gradcheck.h"
 
 using namespace minidl;
 
@@ -85,6 +86,12 @@ TEST_CASE("topk matches torch.topk: NaN counts as the largest, k 0, k out of ran
   check_exact(topk(i64({3, 9, 1}, {3}), 1).values, DType::I64, {1}, {9});
   CHECK_THROWS_WITH(topk(mixed(), 6, 1), Catch::Contains("topk: k (6) is out of range for dimension 1 of size 5"));
   CHECK_THROWS_WITH(topk(mixed(), -1, 1), Catch::Contains("topk: k (-1) is out of range"));
+  // A 0-dim tensor: k 0 or 1 give the value and index 0 (torch.topk(torch.tensor(3.), 0) too).
+  check_exact(topk(f32({3}, {}), 0).values, DType::F32, {}, {3});
+  check_exact(topk(f32({3}, {}), 1).indices, DType::I64, {}, {0});
+  CHECK_THROWS_WITH(topk(f32({3}, {}), 2), Catch::Contains("topk: k (2) is out of range for a 0-dim tensor"));
+  CHECK_THROWS_WITH(sort(f32({3}, {}), 1), Catch::Contains("sort: dim 1 out of range for a tensor of 0 dims (expected in [-1, 0])"));
+  CHECK_THROWS_WITH(cumsum(f32({3}, {}), 1), Catch::Contains("cumsum: dim 1 out of range for a tensor of 0 dims"));
 }
 
 TEST_CASE("sort and topk send the gradient to the selected elements", "[sort][autograd]") {
@@ -127,6 +134,36 @@ TEST_CASE("cumsum's gradient is the reversed cumulative sum", "[cumsum][autograd
   sum(mul(cumsum(x, 0), f32({1, 10, 100, 1000}, {4}))).backward();
   check_exact(x.grad(), DType::F32, {4}, {1111, 1110, 1100, 1000});
   CHECK_FALSE(cumsum(i64({1, 2}, {2}), 0).requires_grad());
+}
+
+TEST_CASE("cumprod matches torch.cumprod: values, f64 accumulation, integers, gradients through zeros", "[cumsum]") {
+  check_exact(cumprod(f32({3, -2, 0.5, 4}, {4}), 0), DType::F32, {4}, {3, -6, -3, -12});
+  // f64 accumulation: the running product passes 1e40 (inf in f32) and comes back.
+  check_exact(cumprod(f32({1e20, 1e20, 1e-20, 1e-20}, {4}), 0), DType::F32, {4}, {1.0000000200408773e+20, kInf, 1.0000000200408773e+20, 1});
+  check_exact(cumprod(cast(i64({2, 3, 4}, {3}), DType::I32), 0), DType::I64, {3}, {2, 6, 24});
+  check_exact(cumprod(cast(i64({1, 1, 0}, {3}), DType::Bool), 0), DType::I64, {3}, {1, 1, 0});
+  check_exact(cumprod(full({4}, 1.1, DType::BF16), 0), DType::BF16, {4}, {1.1015625, 1.2109375, 1.3359375, 1.46875});
+  // torch: (cumprod(x, 0) * w).sum().backward() for w = [1, 10, 100, 1000, 10000] and [1, 2, 3, 4]
+  Tensor x = f32({2, 0, 3, 0, 5}, {5}).requires_grad_();
+  Tensor y = cumprod(x, 0);
+  check_exact(y, DType::F32, {5}, {2, 0, 0, 0, 0});
+  sum(mul(y, f32({1, 10, 100, 1000, 10000}, {5}))).backward();
+  check_exact(x.grad(), DType::F32, {5}, {1, 620, 0, 0, 0});
+  Tensor z = f32({3, -2, 0.5, 4}, {4}).requires_grad_();
+  sum(mul(cumprod(z, 0), f32({1, 2, 3, 4}, {4}))).backward();
+  check_exact(z.grad(), DType::F32, {4}, {-22, 34.5, -114, -12});
+  Tensor m = f32({1, 2, 0, 4, 5, 0}, {3, 2}).requires_grad_();
+  Tensor ym = cumprod(m, 0);
+  check_exact(ym, DType::F32, {3, 2}, {1, 2, 0, 8, 0, 0});
+  sum(ym).backward();
+  check_exact(m.grad(), DType::F32, {3, 2}, {1, 5, 6, 2, 0, 8});
+  // f64 finite differences, first and second order, on lines with zeros (random inputs have none).
+  const std::vector<Tensor> inputs = {from_vector<double>({0.5, 0, -1.5, 0, 2, 0, 0.75, 1.25, -0.5, 0, 0, 3}, {3, 4}).requires_grad_()};
+  for (int64_t dim : {0, 1}) {
+    const auto fn = [dim](const std::vector<Tensor>& v) { Tensor c = cumprod(v[0], dim); return mul(c, c); };
+    CHECK(testing::check_gradients(fn, inputs, 1e-6, 1e-6) == "");
+    CHECK(testing::check_second_order(fn, inputs, 1e-6, 1e-5) == "");
+  }
 }
 
 TEST_CASE("amax and amin match torch: ties share the gradient, NaN propagates, empty dims refused", "[reduce]") {
@@ -195,8 +232,9 @@ TEST_CASE("cuda: sort, topk, cumsum, amax and scatter_add agree with the CPU", "
       check_equal(amax(d, {0, -1}), amax(x, {0, -1}), "amax");
       check_equal(amin(d, {1}), amin(x, {1}), "amin");
       if (t != DType::U8) {
-        const Tensor want = cumsum(x, 1), got = cumsum(d, 1);
-        check_close(got, want, is_floating(t) ? 2 * eps_of(t) : 0, 0, "cumsum");
+        check_close(cumsum(d, 1), cumsum(x, 1), is_floating(t) ? 2 * eps_of(t) : 0, 0, "cumsum");
+        const Tensor small = is_floating(t) ? div(x, 8.0) : x.slice(-1, 0, 3);  // products that stay finite
+        check_close(cumprod(small.to(kCuda), -1), cumprod(small, -1), is_floating(t) ? 2 * eps_of(t) : 0, 0, "cumprod");
       }
     }
   }

@@ -1,4 +1,4 @@
-// CPU cumulative-sum kernel (ops/kernels.h ScanFn). x is seen as [outer, n, inner]; each job takes
+// CPU cumulative sum and product kernel (ops/kernels.h ScanFn). x is seen as [outer, n, inner]; each job takes
 // one outer slice and a block of up to kBlock inner columns and walks the n rows (forward, or
 // backward for the reverse scan) with one accumulator per column, so rows of the last dim
 // (inner 1) and columns of an earlier one both read memory in order. Accumulators: f64 for f32/f64,
@@ -17,10 +17,10 @@ template <class T>
 using ScanAcc = std::conditional_t<is_low_precision_v<T>, float,
                                    std::conditional_t<std::is_floating_point_v<T>, double, int64_t>>;
 
-void scan(const Tensor& out, const Tensor& x, int64_t dim, bool reverse) {
+void scan(ScanOp op, const Tensor& out, const Tensor& x, int64_t dim, bool reverse) {
   const Split3 s = split_at(x.shape(), dim);
   if (s.mid == 0 || s.outer == 0 || s.inner == 0) return;
-  visit_dtype(x.dtype(), "cumsum", [&]<class T>() {
+  visit_dtype(x.dtype(), op == ScanOp::Sum ? "cumsum" : "cumprod", [&]<class T>() {
     using Acc = ScanAcc<T>;
     const T* px = static_cast<const T*>(x.raw_data());
     T* po = static_cast<T*>(out.raw_data());
@@ -29,14 +29,14 @@ void scan(const Tensor& out, const Tensor& x, int64_t dim, bool reverse) {
       std::array<Acc, kBlock> acc;
       for (int64_t job = b; job < e; ++job) {
         const int64_t o = job / blocks, c0 = (job % blocks) * kBlock, width = std::min(kBlock, s.inner - c0);
-        std::fill_n(acc.begin(), width, Acc{});
+        std::fill_n(acc.begin(), width, op == ScanOp::Sum ? Acc{0} : Acc{1});
         for (int64_t step = 0; step < s.mid; ++step) {
           const int64_t row = reverse ? s.mid - 1 - step : step;
           const int64_t at = (o * s.mid + row) * s.inner + c0;
-          for (int64_t c = 0; c < width; ++c) {
-            acc[c] += cast_scalar<Acc>(px[at + c]);
-            po[at + c] = cast_scalar<T>(acc[c]);
-          }
+          if (op == ScanOp::Sum)
+            for (int64_t c = 0; c < width; ++c) po[at + c] = cast_scalar<T>(acc[c] += cast_scalar<Acc>(px[at + c]));
+          else
+            for (int64_t c = 0; c < width; ++c) po[at + c] = cast_scalar<T>(acc[c] *= cast_scalar<Acc>(px[at + c]));
         }
       }
     });

@@ -1,4 +1,4 @@
-// CUDA cumulative-sum kernel with the CPU kernel's contract (ops/kernels.h ScanFn): one thread per
+// CUDA cumulative sum and product kernel with the CPU kernel's contract (ops/kernels.h ScanFn): one thread per
 // (outer, inner) column walks its n values in order (or from the end for the reverse scan) with
 // the CPU's accumulator types (f64 for f32/f64, f32 for f16/bf16, i64 for integers), so both
 // backends add in the same order and round each output once. Adjacent threads read adjacent
@@ -12,29 +12,31 @@ template <class T>
 using scan_acc_t = std::conditional_t<is_low_v<T>, float, std::conditional_t<std::is_floating_point_v<T>, double, int64_t>>;
 
 template <class T>
-__global__ void scan_kernel(T* out, const T* x, Split3 s, int64_t columns, bool reverse) {
+__global__ void scan_kernel(T* out, const T* x, Split3 s, int64_t columns, bool product, bool reverse) {
   for (int64_t col = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; col < columns; col += int64_t{gridDim.x} * blockDim.x) {
     const int64_t o = col / s.inner, c = col % s.inner;
-    scan_acc_t<T> acc{};
+    scan_acc_t<T> acc = product ? scan_acc_t<T>{1} : scan_acc_t<T>{0};
     for (int64_t step = 0; step < s.mid; ++step) {
       const int64_t row = reverse ? s.mid - 1 - step : step;
       const int64_t at = (o * s.mid + row) * s.inner + c;
-      acc += convert<scan_acc_t<T>>(x[at]);
+      const scan_acc_t<T> v = convert<scan_acc_t<T>>(x[at]);
+      acc = product ? acc * v : acc + v;
       out[at] = convert<T>(acc);
     }
   }
 }
 
-void scan(const Tensor& out, const Tensor& x, int64_t dim, bool reverse) {
+void scan(ScanOp op, const Tensor& out, const Tensor& x, int64_t dim, bool reverse) {
   minidl::cuda::DeviceGuard guard(x.device());
   if (x.numel() == 0) return;
   const Split3 s = split_at(x.shape(), dim);
   const int64_t columns = s.outer * s.inner;
-  visit(x.dtype(), "cumsum", [&](auto tag) {
+  const char* name = op == ScanOp::Sum ? "cumsum" : "cumprod";
+  visit(x.dtype(), name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     scan_kernel<T><<<grid_for(columns, x.device().index), kThreads, 0, stream_of(x)>>>(
-        static_cast<T*>(out.raw_data()), static_cast<const T*>(x.raw_data()), s, columns, reverse);
-    MINIDL_CUDA_CHECK_LAUNCH("cumsum");
+        static_cast<T*>(out.raw_data()), static_cast<const T*>(x.raw_data()), s, columns, op == ScanOp::Prod, reverse);
+    MINIDL_CUDA_CHECK_LAUNCH(name);
   });
 }
 }  // namespace
