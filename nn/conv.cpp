@@ -137,6 +137,12 @@ Tensor AdaptiveAvgPool2d::forward(const Tensor& x) {
 }
 std::string AdaptiveAvgPool2d::describe() const { return detail::concat("AdaptiveAvgPool2d(", out_[0], "x", out_[1], ")"); }
 
+Tensor AdaptiveMaxPool2d::forward(const Tensor& x) {
+  auto scope = forward_scope();
+  return adaptive_max_pool2d(x, out_);
+}
+std::string AdaptiveMaxPool2d::describe() const { return detail::concat("AdaptiveMaxPool2d(", out_[0], "x", out_[1], ")"); }
+
 BatchNorm::BatchNorm(int64_t features, int expected_dims, double eps, std::optional<double> momentum, bool affine,
                      bool track_running_stats)
     : features_(features),

@@ -1,4 +1,5 @@
-// Convolution-network layers: Conv2d, ConvTranspose2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, BatchNorm1d/2d and
+// Convolution-network layers: Conv2d, ConvTranspose2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d,
+// AdaptiveMaxPool2d, BatchNorm1d/2d and
 // Dropout2d, as modules over the ops in ops/nn_ops.h (PyTorch's defaults and initialisation).
 #pragma once
 #include <array>
@@ -149,6 +150,19 @@ class AdaptiveAvgPool2d : public Layer {
   std::string describe() const override;
   std::string type_name() const override { return "AdaptiveAvgPool2d"; }
   ModulePtr clone_structure() const override { return std::make_shared<AdaptiveAvgPool2d>(out_); }
+
+ private:
+  Size2 out_;
+};
+
+// PyTorch's AdaptiveMaxPool2d(output_size); adaptive_max_pool2d_with_indices gives the indices.
+class AdaptiveMaxPool2d : public Layer {
+ public:
+  explicit AdaptiveMaxPool2d(Size2 output_size) : out_(output_size) {}
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override;
+  std::string type_name() const override { return "AdaptiveMaxPool2d"; }
+  ModulePtr clone_structure() const override { return std::make_shared<AdaptiveMaxPool2d>(out_); }
 
  private:
   Size2 out_;

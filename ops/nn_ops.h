@@ -2,7 +2,8 @@
 // (torch.nn.functional names and semantics). Included by ops/ops.h.
 //   conv2d, conv_transpose2d (ops/conv.cpp): autocast LowerPrecision; first- and second-order
 //     gradients for input, weight and bias.
-//   max_pool2d, avg_pool2d, adaptive_avg_pool2d (ops/pool.cpp): autocast None; first and second order.
+//   max_pool2d, avg_pool2d, adaptive_avg_pool2d, adaptive_max_pool2d (ops/pool.cpp): autocast None;
+//   first and second order.
 //   batch_norm, batch_norm_relu, batch_norm_add_relu (ops/batch_norm.cpp): autocast None; a low-precision input with f32
 //     weight, bias and running stats computes its statistics in f32 and returns the input dtype.
 //   dropout2d (ops/batch_norm.cpp): autocast None.
@@ -58,6 +59,10 @@ Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, Size2 stride = {0, 0}, Siz
                   bool ceil_mode = false, bool count_include_pad = true,
                   std::optional<int64_t> divisor_override = std::nullopt);
 Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size);
+// PyTorch's adaptive_max_pool2d(x, output_size, return_indices): window (oh, ow) spans rows
+// floor(oh*H/OH) .. ceil((oh+1)*H/OH) and likewise columns; the first maximum wins, NaN propagates.
+Tensor adaptive_max_pool2d(const Tensor& x, Size2 output_size);
+MaxPoolResult adaptive_max_pool2d_with_indices(const Tensor& x, Size2 output_size);
 
 // ---- normalization (ops/batch_norm.cpp)
 // x [N, C, ...] (2-D or more). training: normalize with the batch mean and biased variance and, when

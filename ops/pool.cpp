@@ -1,4 +1,5 @@
-// Pooling: max_pool2d (+ indices), avg_pool2d and adaptive_avg_pool2d, with PyTorch's output sizes
+// Pooling: max_pool2d (+ indices), avg_pool2d, adaptive_avg_pool2d and adaptive_max_pool2d (+
+// indices), with PyTorch's output sizes
 // (ceil_mode included), windows and divisors (divisor_override included). Autocast policy: None
 // (declared below, so that a policy override applies). Every backward is a differentiable op:
 // the max-pool backward scatters by the saved indices and its own derivative gathers by them; the
@@ -19,9 +20,12 @@ using P = amp::CastPolicy;
 const amp::OpPolicy kMaxPool2d{"max_pool2d", P::None, P::None};
 const amp::OpPolicy kAvgPool2d{"avg_pool2d", P::None, P::None};
 const amp::OpPolicy kAdaptiveAvgPool2d{"adaptive_avg_pool2d", P::None, P::None};
+const amp::OpPolicy kAdaptiveMaxPool2d{"adaptive_max_pool2d", P::None, P::None};
 }  // namespace
 
-std::vector<const amp::OpPolicy*> ops_detail::pool_policies() { return {&kMaxPool2d, &kAvgPool2d, &kAdaptiveAvgPool2d}; }
+std::vector<const amp::OpPolicy*> ops_detail::pool_policies() {
+  return {&kMaxPool2d, &kAvgPool2d, &kAdaptiveAvgPool2d, &kAdaptiveMaxPool2d};
+}
 
 namespace {
 
@@ -159,22 +163,49 @@ Tensor avg_pool2d(const Tensor& x_arg, Size2 kernel, Size2 stride, Size2 padding
   return batched ? y : y.squeeze(0);
 }
 
-Tensor adaptive_avg_pool2d(const Tensor& x_arg, Size2 output_size) {
-  const char* op = "adaptive_avg_pool2d";
-  amp::AutocastInputs in(kAdaptiveAvgPool2d, {x_arg});
-  const Tensor& x_in = in[0];
-  check_input(op, x_in);
+namespace {
+// The geometry of an adaptive pool of the (made 4-D) x to output_size.
+Pool2dGeometry adaptive_geometry(const char* op, const Tensor& x, Size2 output_size) {
   MINIDL_CHECK(output_size[0] > 0 && output_size[1] > 0, op, "output size must be positive, got [", output_size[0], ", ",
                output_size[1], "]");
-  const bool batched = x_in.dim() == 4;
-  Tensor x = batched ? x_in : x_in.unsqueeze(0);
   Pool2dGeometry g;
   set_input_size(g, x);
   g.OH = output_size[0];
   g.OW = output_size[1];
   g.adaptive = true;
-  Tensor y = avg_forward("AdaptiveAvgPool2DBackward", x, g);
+  return g;
+}
+}  // namespace
+
+Tensor adaptive_avg_pool2d(const Tensor& x_arg, Size2 output_size) {
+  const char* op = "adaptive_avg_pool2d";
+  amp::AutocastInputs in(kAdaptiveAvgPool2d, {x_arg});
+  const Tensor& x_in = in[0];
+  check_input(op, x_in);
+  const bool batched = x_in.dim() == 4;
+  Tensor x = batched ? x_in : x_in.unsqueeze(0);
+  Tensor y = avg_forward("AdaptiveAvgPool2DBackward", x, adaptive_geometry(op, x, output_size));
   return batched ? y : y.squeeze(0);
 }
+
+MaxPoolResult adaptive_max_pool2d_with_indices(const Tensor& x_arg, Size2 output_size) {
+  const char* op = "adaptive_max_pool2d";
+  amp::AutocastInputs in(kAdaptiveMaxPool2d, {x_arg});
+  const Tensor& x_in = in[0];
+  check_input(op, x_in);
+  const bool batched = x_in.dim() == 4;
+  Tensor x = batched ? x_in : x_in.unsqueeze(0);
+  const Pool2dGeometry g = adaptive_geometry(op, x, output_size);
+  const MemoryFormat f = max_pool_format(x);
+  Tensor y = empty({g.N, g.C, g.OH, g.OW}, TensorOptions(x.dtype()).device(x.device()).memory_format(f));
+  Tensor indices = empty({g.N, g.C, g.OH, g.OW}, TensorOptions(DType::I64).device(x.device()).memory_format(f));
+  K().max_pool2d.get(x.device(), x.dtype(), op)(y, indices, operand(x, x.dtype(), f), g);
+  autograd::record("AdaptiveMaxPool2DBackward", {x}, {y}, {indices},
+                   [g](const TensorList& grads, const TensorList& s) { return TensorList{max_backward(grads[0], s[0], g)}; });
+  if (!batched) return {y.squeeze(0), indices.squeeze(0)};
+  return {y, indices};
+}
+
+Tensor adaptive_max_pool2d(const Tensor& x, Size2 output_size) { return adaptive_max_pool2d_with_indices(x, output_size).values; }
 
 }  // namespace minidl

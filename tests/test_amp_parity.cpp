@@ -202,7 +202,7 @@ TEST_CASE("the policy table matches torch's lists for every op minidl has", "[am
   CHECK(cuda("scatter_add") == P::Promote);
   // In no list on either device.
   for (const char* op : {"sqrt", "tanh", "sigmoid", "relu", "gelu", "mean", "var", "max_pool2d", "avg_pool2d",
-                         "adaptive_avg_pool2d", "batch_norm", "dropout", "add", "div", "remainder", "fmod", "where",
+                         "adaptive_avg_pool2d", "adaptive_max_pool2d", "batch_norm", "dropout", "add", "div", "remainder", "fmod", "where",
                          "index_select", "gather", "sort", "topk", "amax"}) {
     CHECK(cpu(op) == P::None);
     CHECK(cuda(op) == P::None);

@@ -119,6 +119,16 @@ TEST_CASE("cuda: average and adaptive pooling and their gradients agree with the
       check_close(d.y, h.y, ew_rtol(t), 4 * acc_eps(t), what);
       check_close(d.g[0], h.g[0], 2 * eps_of(t) + 4 * acc_eps(t), 4 * acc_eps(t), what + " grad");
     }
+    for (Size2 out : {Size2{1, 1}, Size2{3, 4}, Size2{13, 11}, Size2{29, 30}}) {  // adaptive max: overlapping windows
+      auto f = [&](const std::vector<Tensor>& in) { return adaptive_max_pool2d(in[0], out); };
+      const std::string what = "adaptive_max_pool2d to " + std::to_string(out[0]) + "x" + std::to_string(out[1]) + " " + dtype_name(t);
+      Tensor gy = randn_cpu(f({x}).shape(), t, 25);
+      Grads h = run_with_grads(f, {x}, gy), d = run_with_grads(f, {on_device(x)}, on_device(gy));
+      check_close(d.y, h.y, 0, 0, what);
+      check_equal(adaptive_max_pool2d_with_indices(on_device(x), out).indices, adaptive_max_pool2d_with_indices(x, out).indices,
+                  what + " indices");
+      check_close(d.g[0], h.g[0], 2 * eps_of(t) + 4 * acc_eps(t), 4 * acc_eps(t), what + " grad");
+    }
     for (Size2 out : {Size2{1, 1}, Size2{3, 4}, Size2{13, 11}}) {
       auto f = [&](const std::vector<Tensor>& in) { return adaptive_avg_pool2d(in[0], out); };
       const std::string what = "adaptive_avg_pool2d to " + std::to_string(out[0]) + "x" + std::to_string(out[1]) + " " + dtype_name(t);

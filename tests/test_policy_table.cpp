@@ -68,6 +68,7 @@ const std::map<std::string, std::function<void()>>& op_calls() {
       {"max_pool2d", [] { max_pool2d(rand_t({1, 1, 4, 4}), {2, 2}); }},
       {"avg_pool2d", [] { avg_pool2d(rand_t({1, 1, 4, 4}), {2, 2}); }},
       {"adaptive_avg_pool2d", [] { adaptive_avg_pool2d(rand_t({1, 1, 4, 4}), {1, 1}); }},
+      {"adaptive_max_pool2d", [] { adaptive_max_pool2d(rand_t({1, 1, 4, 4}), {2, 2}); }},
       {"batch_norm", [] { batch_norm(rand_t({2, 3, 2, 2}), Tensor(), Tensor(), rand_t({3}), rand_t({3}), true); }},
       {"layer_norm", [] { layer_norm(rand_t({2, 3}), {3}, rand_t({3}), rand_t({3})); }},
       {"group_norm", [] { group_norm(rand_t({2, 4, 2}), 2, rand_t({4}), rand_t({4})); }},

@@ -252,6 +252,37 @@ TEST_CASE("max_pool2d 2x2 rows of every width up to 40: ties in every order, NaN
   }
 }
 
+TEST_CASE("adaptive_max_pool2d matches torch: overlapping windows, upsampling, NaN, gradient, channels-last", "[pool]") {
+  auto values = [](const Tensor& t) { return t.to_vector<double>(); };
+  // torch.nn.functional.adaptive_max_pool2d(x, (3, 2), return_indices=True) on this 4 x 5 image.
+  const Tensor x0 = from_vector<double>({1, 5, 2, 0, 3, 4, -1, 6, 2, 2, 0, 7, 1, 9, -3, 2, 2, 8, 1, 4}, {1, 1, 4, 5});
+  for (MemoryFormat f : {MemoryFormat::Contiguous, MemoryFormat::ChannelsLast})
+    for (DType t : {DType::F32, DType::BF16}) {
+      INFO(dtype_name(t) << (f == MemoryFormat::ChannelsLast ? " channels-last" : ""));
+      Tensor x = cast(x0, t).contiguous(f).requires_grad_();
+      MaxPoolResult r = adaptive_max_pool2d_with_indices(x, {3, 2});
+      CHECK(r.values.dtype() == t);
+      CHECK(values(r.values) == std::vector<double>{6, 6, 7, 9, 8, 9});
+      CHECK(values(r.indices) == std::vector<double>{7, 7, 11, 13, 17, 13});
+      sum(mul(r.values, cast(arange(1, 7, 1), t).reshape({1, 1, 3, 2}))).backward();
+      CHECK(values(x.grad()) == std::vector<double>{0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 3, 0, 10, 0, 0, 0, 5, 0, 0});
+    }
+  // Larger output than input: windows of one or two pixels.
+  MaxPoolResult up = adaptive_max_pool2d_with_indices(x0, {5, 7});
+  CHECK(values(up.indices) == std::vector<double>{0, 1, 1, 2, 2, 4, 4, 5, 1, 7, 7, 7, 4, 4, 5, 11, 11, 7, 13, 13, 9,
+                                                  15, 11, 17, 17, 13, 13, 19, 15, 15, 17, 17, 17, 19, 19});
+  // An unbatched [C, H, W] input with a NaN: it wins both overlapping windows.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  MaxPoolResult n = adaptive_max_pool2d_with_indices(from_vector<double>({1, nan, 2, 3, 0, 5}, {1, 2, 3}), {1, 2});
+  CHECK(n.values.shape() == Shape{1, 1, 2});
+  CHECK(std::isnan(values(n.values)[0]));
+  CHECK(std::isnan(values(n.values)[1]));
+  CHECK(values(n.indices) == std::vector<double>{1, 1});
+  CHECK(max_abs_diff(adaptive_max_pool2d(x0, {1, 1}), amax(x0, {2, 3}, true)) == 0);
+  CHECK_THROWS_WITH(adaptive_max_pool2d(x0, {0, 2}), Catch::Contains("adaptive_max_pool2d: output size must be positive"));
+  CHECK(nn::AdaptiveMaxPool2d({2, 2}).forward(x0).shape() == Shape{1, 1, 2, 2});
+}
+
 TEST_CASE("avg_pool2d and adaptive_avg_pool2d match direct loops", "[pool]") {
   const std::vector<PoolSpec> specs = {
       {{2, 2}, {2, 2}, {0, 0}},
@@ -300,6 +331,10 @@ TEST_CASE("pooling gradient checks (first and second order)", "[pool][grad]") {
        .fn = [](const TL& v) { return sq(avg_pool2d(v[0], {3, 3}, {2, 2}, {1, 1}, true, false)); }},
       {.name = "adaptive_avg_pool2d", .shapes = {{2, 2, 5, 7}},
        .fn = [](const TL& v) { return sq(adaptive_avg_pool2d(v[0], {3, 4})); }},
+      {.name = "adaptive_max_pool2d overlapping", .shapes = {{2, 2, 5, 7}},
+       .fn = [](const TL& v) { return sq(adaptive_max_pool2d(v[0], {3, 4})); }},
+      {.name = "adaptive_max_pool2d upsampling, unbatched", .shapes = {{2, 3, 2}},
+       .fn = [](const TL& v) { return sq(adaptive_max_pool2d(v[0], {4, 3})); }},
   };
   for (const GradCase& c : cases) {
     INFO(c.name);

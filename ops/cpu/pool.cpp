@@ -1,4 +1,4 @@
-// CPU 2-D pooling: max (with indices), average and adaptive average, and their backward passes.
+// CPU 2-D pooling: max (with indices; adaptive too), average and adaptive average, and their backward passes.
 // Each (n, c) plane is independent, so planes run in parallel; max pooling also takes channels-last
 // images (a convolution's output on oneDNN), a row of output pixels at a time with every pixel's
 // channels side by side, so that they need no copy to NCHW and back. f16/bf16 planes are widened to f32
@@ -150,10 +150,24 @@ inline int64_t max_row_2x2(const float* a, int64_t W, int64_t base, int64_t n, f
 #endif
 
 // Max-pool window bounds per output row and column, as PyTorch: [start, end) clipped to the input,
-// the start moved to the first tap inside (taps are dilation apart).
+// the start moved to the first tap inside (taps are dilation apart); adaptive: the average pool's
+// adaptive windows (kernels.h avg_pool_window), taps 1 apart.
 struct MaxWindows {
   std::vector<int64_t> hs, he, ws, we;
   explicit MaxWindows(const Pool2dGeometry& g) : hs(g.OH), he(g.OH), ws(g.OW), we(g.OW) {
+    if (g.adaptive) {
+      for (int64_t oh = 0; oh < g.OH; ++oh) {
+        const PoolWindow w = avg_pool_window(g, oh, 0);
+        hs[oh] = w.hs;
+        he[oh] = w.he;
+      }
+      for (int64_t ow = 0; ow < g.OW; ++ow) {
+        const PoolWindow w = avg_pool_window(g, 0, ow);
+        ws[ow] = w.ws;
+        we[ow] = w.we;
+      }
+      return;
+    }
     for (int64_t oh = 0; oh < g.OH; ++oh) {
       int64_t s = oh * g.sh - g.ph;
       he[oh] = std::min(s + (g.kH - 1) * g.dh + 1, g.H);

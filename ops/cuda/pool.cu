@@ -16,6 +16,7 @@ namespace {
 // Max pool window, as PyTorch: the end clipped to the input, the start moved to the first tap
 // inside (taps are dilation apart).
 __device__ __forceinline__ PoolWindow max_window(const Pool2dGeometry& g, int64_t oh, int64_t ow) {
+  if (g.adaptive) return avg_pool_window(g, oh, ow);  // adaptive max pooling: the same windows, taps 1 apart
   PoolWindow w;
   int64_t s = oh * g.sh - g.ph;
   w.he = min(s + (g.kH - 1) * g.dh + 1, g.H);
