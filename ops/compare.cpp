@@ -1,4 +1,5 @@
-// Comparisons (bool results, not differentiable), where (differentiable in both branches) and clamp.
+// Comparisons (bool results, not differentiable), isnan/isinf/isfinite, where (differentiable in
+// both branches) and clamp.
 #include <cmath>
 #include <algorithm>
 #include <limits>
@@ -47,6 +48,21 @@ Tensor lt(const Tensor& a, double b) { return compare(BinaryOp::Lt, "lt", a, b);
 Tensor le(const Tensor& a, double b) { return compare(BinaryOp::Le, "le", a, b); }
 Tensor gt(const Tensor& a, double b) { return compare(BinaryOp::Gt, "gt", a, b); }
 Tensor ge(const Tensor& a, double b) { return compare(BinaryOp::Ge, "ge", a, b); }
+
+// Integer and bool tensors hold no NaN or infinity: all false (isfinite: all true), as PyTorch's.
+Tensor isnan(const Tensor& x) {
+  check_defined(x, "isnan", "self");
+  return ne(x, x);
+}
+Tensor isinf(const Tensor& x) {
+  check_defined(x, "isinf", "self");
+  return x.is_floating_point() ? eq(abs(x.detach()), INFINITY) : zeros(x.shape(), TensorOptions(DType::Bool).device(x.device()));
+}
+Tensor isfinite(const Tensor& x) {
+  check_defined(x, "isfinite", "self");
+  if (!x.is_floating_point()) return ones(x.shape(), TensorOptions(DType::Bool).device(x.device()));
+  return eq(sub(x.detach(), x.detach()), 0.0);  // x - x is 0 for a finite x, NaN for inf and NaN
+}
 
 Tensor where(const Tensor& cond, const Tensor& a_in, const Tensor& b_in) {
   check_defined(cond, "where", "condition");

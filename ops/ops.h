@@ -50,6 +50,10 @@ Tensor le(const Tensor& a, double b);
 Tensor gt(const Tensor& a, double b);
 Tensor ge(const Tensor& a, double b);
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);  // differentiable in a and b
+// isnan/isinf/isfinite: bool, element-wise; integer and bool inputs are finite, as PyTorch's.
+Tensor isnan(const Tensor& x);
+Tensor isinf(const Tensor& x);
+Tensor isfinite(const Tensor& x);
 // x with value where the bool mask (broadcast to x's shape) is true; keeps x's dtype.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
@@ -104,6 +108,12 @@ Tensor sum_to(const Tensor& x, const Shape& shape);  // reduce broadcast dims ba
 // refused. bool and integer inputs keep their dtype.
 Tensor amax(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
 Tensor amin(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
+// any/all: whether some / every element is non-zero (NaN is non-zero), over all elements or along
+// dim; an empty slice gives false / true. bool results (u8 for a u8 input, as PyTorch 1.13).
+Tensor any(const Tensor& x);
+Tensor all(const Tensor& x);
+Tensor any(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor all(const Tensor& x, int64_t dim, bool keepdim = false);
 // log(sum(exp(x))) over dims (empty = all), torch.logsumexp: the max over dims is subtracted first,
 // so large values do not overflow; a slice of only -inf gives -inf, any +inf gives +inf, NaN
 // propagates, an empty slice gives -inf. Integer and bool inputs give f32 (PyTorch's default
@@ -180,6 +190,11 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
+// ---- rearranging (ops/rearrange.cpp), new tensors, differentiable: flip reverses x along dims
+// (torch.flip); repeat tiles it repeats[i] times along dim i, repeats having at least x.dim()
+// entries (leading extra ones add dims), as Tensor.repeat.
+Tensor flip(const Tensor& x, const std::vector<int64_t>& dims);
+Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats);
 
 // ---- indexing (ops/index.cpp)
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);

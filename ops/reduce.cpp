@@ -1,5 +1,5 @@
 // Reductions: sum, mean, var, the vector norm, logsumexp, max/min (all elements or along a dim,
-// with indices), amax/amin (over dims), argmax/argmin and sum_to (the reverse of broadcasting). Autocast policy: None on CPU
+// with indices), amax/amin (over dims), any/all, argmax/argmin and sum_to (the reverse of broadcasting). Autocast policy: None on CPU
 // (sum is FP32SetOptDtype on CUDA, logsumexp FP32). Integer and bool sums produce i64, as PyTorch.
 #include <algorithm>
 #include <cmath>
@@ -229,6 +229,25 @@ Tensor extreme_over_dims(ReduceOp op, const char* name, const Tensor& x, const s
 
 Tensor amax(const Tensor& x, std::vector<int64_t> dims, bool keepdim) { return extreme_over_dims(ReduceOp::Max, "amax", x, dims, keepdim); }
 Tensor amin(const Tensor& x, std::vector<int64_t> dims, bool keepdim) { return extreme_over_dims(ReduceOp::Min, "amin", x, dims, keepdim); }
+
+namespace {
+// any/all: whether some / every element is non-zero (NaN counts as non-zero), over all elements or
+// along dim, as counts of the zeros or non-zeros; an empty slice gives false / true. bool results,
+// except u8 inputs, which give u8 (PyTorch 1.13's quirk, kept).
+Tensor logical_reduce(const char* name, bool every, const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  check_defined(x, name, "self");
+  NoGradGuard no_grad;
+  const Tensor hits = every ? eq(x.detach(), 0.0) : ne(x.detach(), 0.0);
+  const Tensor count = dim ? sum(hits, {*dim}, keepdim) : sum(hits);
+  const Tensor r = every ? eq(count, 0.0) : gt(count, 0.0);
+  return x.dtype() == DType::U8 ? cast(r, DType::U8) : r;
+}
+}  // namespace
+
+Tensor any(const Tensor& x) { return logical_reduce("any", false, x, std::nullopt, false); }
+Tensor all(const Tensor& x) { return logical_reduce("all", true, x, std::nullopt, false); }
+Tensor any(const Tensor& x, int64_t dim, bool keepdim) { return logical_reduce("any", false, x, dim, keepdim); }
+Tensor all(const Tensor& x, int64_t dim, bool keepdim) { return logical_reduce("all", true, x, dim, keepdim); }
 
 namespace {
 // argmax/argmin: max/min's index along dim (the first of equal extremes; the first NaN wins), i64.

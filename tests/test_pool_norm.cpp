@@ -456,7 +456,6 @@ bool same_bits(const Tensor& a, const Tensor& b) {
   }
   return true;
 }
-Tensor isnan(const Tensor& t) { return ne(t, t); }
 Tensor nan_to_zero(const Tensor& t) { return where(isnan(t), zeros_like(t), t); }
 }  // namespace
 

@@ -4,7 +4,8 @@
 // - argmin beside argmax, max/min of bool tensors;
 // - index_select of a 0-dim tensor, narrow of a size-0 dim;
 // - arange with an integer dtype and a fractional end;
-// - conv1d's errors.
+// - conv1d's errors;
+// - isnan/isinf/isfinite, any/all, flip and repeat.
 // Expected values are torch 1.13's (probed in Python), written here as literals; where 1.13 and 2.x
 // differ, 2.x's, as said at the case.
 #include <catch2/catch.hpp>
@@ -609,4 +610,60 @@ TEST_CASE("norm with p = inf gives a NaN norm PyTorch's zero gradient", "[tensor
   Tensor y = from_vector<double>({-2.0, 2.0, 1.0}).requires_grad_();
   norm(y, INFINITY).backward();
   CHECK(y.grad().to_vector<double>() == std::vector<double>{-0.5, 0.5, 0.0});
+}
+
+TEST_CASE("isnan, isinf and isfinite match torch, integers included", "[gaps]") {
+  const Tensor x = f32({1.0f, NAN, INFINITY, -INFINITY, 0.0f});
+  CHECK(isnan(x).dtype() == DType::Bool);
+  CHECK(ints(isnan(x)) == std::vector<int64_t>{0, 1, 0, 0, 0});
+  CHECK(ints(isinf(x)) == std::vector<int64_t>{0, 0, 1, 1, 0});
+  CHECK(ints(isfinite(x)) == std::vector<int64_t>{1, 0, 0, 0, 1});
+  CHECK(ints(isnan(i64({1, 2}))) == std::vector<int64_t>{0, 0});
+  CHECK(ints(isfinite(i64({1, 2}))) == std::vector<int64_t>{1, 1});
+  CHECK(ints(isinf(cast(f32({INFINITY, 1.0f}), DType::BF16))) == std::vector<int64_t>{1, 0});
+  CHECK(ints(isfinite(bools({true, false}))) == std::vector<int64_t>{1, 1});
+}
+
+TEST_CASE("any and all match torch: dims, keepdim, empty tensors, NaN, u8 results", "[gaps]") {
+  const Tensor m = from_vector<double>({0, 1, 0, 0, 0, 0}, {2, 3});
+  CHECK(any(m).dtype() == DType::Bool);
+  CHECK(ints(any(m)) == std::vector<int64_t>{1});
+  CHECK(ints(all(m)) == std::vector<int64_t>{0});
+  CHECK(ints(any(m, 1)) == std::vector<int64_t>{1, 0});
+  const Tensor k = all(from_vector<double>({1, 2, 3, 0}, {2, 2}), 0, true);
+  CHECK(k.shape() == Shape{1, 2});
+  CHECK(ints(k) == std::vector<int64_t>{1, 0});
+  CHECK(any(cast(i64({0, 2}), DType::U8)).dtype() == DType::U8);
+  CHECK(ints(any(cast(i64({0, 2}), DType::U8))) == std::vector<int64_t>{1});
+  CHECK(ints(all(cast(i64({0, 2}), DType::U8))) == std::vector<int64_t>{0});
+  CHECK(ints(any(zeros({0}))) == std::vector<int64_t>{0});
+  CHECK(ints(all(zeros({0}))) == std::vector<int64_t>{1});
+  CHECK(ints(any(f32({NAN}))) == std::vector<int64_t>{1});
+  CHECK(ints(all(f32({NAN}))) == std::vector<int64_t>{1});
+  CHECK(ints(any(from_vector<int64_t>({0, 3, 0, 0}, {2, 2}), 0)) == std::vector<int64_t>{0, 1});
+  // The common check of a training loop: is any gradient not finite?
+  CHECK(ints(any(eq(isfinite(f32({1.0f, INFINITY})), 0.0))) == std::vector<int64_t>{1});
+}
+
+TEST_CASE("flip and repeat match torch: values, gradients, errors", "[gaps]") {
+  const Tensor a = cast(arange(0, 6, 1), DType::F32).reshape({2, 3});
+  check_same_values(flip(a, {0}), {3, 4, 5, 0, 1, 2}, "flip 0");
+  check_same_values(flip(a, {0, -1}), {5, 4, 3, 2, 1, 0}, "flip 0, -1");
+  check_same_values(flip(f32({3.0f}).reshape({}), {0}), {3}, "flip 0-dim");
+  CHECK_FALSE(flip(a, {}).is_same(a));  // a new tensor, as torch's
+  CHECK_THROWS_WITH(flip(a, {0, 0}), Catch::Contains("flip: dim 0 appears multiple times in the list of dims"));
+  const Tensor r = repeat(a, {2, 1, 2});
+  CHECK(r.shape() == Shape{2, 2, 6});
+  check_same_values(r, {0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5, 0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5}, "repeat");
+  CHECK(repeat(a, {0, 2}).shape() == Shape{0, 6});
+  CHECK_THROWS_WITH(repeat(a, {2}), Catch::Contains("repeat: the number of repeats (1) can not be smaller than the number of dimensions"));
+  CHECK_THROWS_WITH(repeat(a, {2, -1}), Catch::Contains("repeat: repeats must be non-negative, got -1"));
+  // torch: (g.repeat(2, 2) * arange(12).reshape(2, 6)).sum().backward() -> [18, 22, 26];
+  // (flip(h, [0]) * [1, 10, 100]).sum().backward() -> [100, 10, 1]
+  Tensor g = f32({1, 2, 3}).requires_grad_();
+  sum(mul(repeat(g, {2, 2}), cast(arange(0, 12, 1), DType::F32).reshape({2, 6}))).backward();
+  check_same_values(g.grad(), {18, 22, 26}, "repeat gradient");
+  Tensor h = f32({1, 2, 3}).requires_grad_();
+  sum(mul(flip(h, {0}), f32({1, 10, 100}))).backward();
+  check_same_values(h.grad(), {100, 10, 1}, "flip gradient");
 }

@@ -1,0 +1,48 @@
+// Rearranging elements: flip (reversed along dims) and repeat (tiled), as compositions of
+// index_select, reshape and expand, so they run on every backend and differentiate to any order
+// through those ops' backward passes. Both return new tensors, as PyTorch's. Autocast policy: none.
+#include <set>
+
+#include "ops/common.h"
+
+namespace minidl {
+
+using namespace ops_detail;
+
+Tensor flip(const Tensor& x, const std::vector<int64_t>& dims) {
+  const char* name = "flip";
+  check_defined(x, name, "self");
+  std::set<int64_t> seen;
+  for (int64_t d : dims)
+    MINIDL_CHECK(seen.insert(wrap_dim(d, x.dim(), name)).second, name, "dim ", wrap_dim(d, x.dim(), name),
+                 " appears multiple times in the list of dims");
+  Tensor out = x;
+  for (int64_t d : seen) {
+    if (x.dim() == 0) break;
+    const int64_t n = x.shape()[d];
+    const Tensor reversed = arange(static_cast<double>(n - 1), -1.0, -1.0, TensorOptions(DType::I64).device(x.device()));
+    out = index_select(out, d, reversed);
+  }
+  return out.is_same(x) ? x.clone() : out;
+}
+
+Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats) {
+  const char* name = "repeat";
+  check_defined(x, name, "self");
+  const int64_t n = static_cast<int64_t>(repeats.size());
+  MINIDL_CHECK(n >= x.dim(), name, "the number of repeats (", n, ") can not be smaller than the number of dimensions of ",
+               x.meta_str());
+  for (int64_t r : repeats) MINIDL_CHECK(r >= 0, name, "repeats must be non-negative, got ", r);
+  // x as [1, s0, 1, s1, ...] (leading dims of size 1 where repeats has more), expanded to
+  // [r0, s0, r1, s1, ...], then merged pairwise.
+  Shape interleaved, expanded, merged;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t s = i < n - x.dim() ? 1 : x.shape()[i - (n - x.dim())];
+    interleaved.insert(interleaved.end(), {1, s});
+    expanded.insert(expanded.end(), {repeats[i], s});
+    merged.push_back(repeats[i] * s);
+  }
+  return x.reshape(interleaved).expand(expanded).contiguous().reshape(merged);
+}
+
+}  // namespace minidl
