@@ -177,13 +177,26 @@ using CrossEntropyBackwardFn = void (*)(const Tensor& grad_x, const Tensor& x, c
 // x's shape, get each line of x in order, stable (equal values keep their order), NaN above every
 // number (last ascending, first descending), as PyTorch's sort(stable=True).
 using SortFn = void (*)(const Tensor& values, const Tensor& indices, const Tensor& x, int64_t dim, bool descending);
+// The strict order both backends sort by, on values as their kernels widen them (f16/bf16 to f32):
+// a before b when a < b (descending: a > b), NaN after every number (descending: before).
+template <class K>
+MINIDL_HOST_DEVICE inline bool sort_comes_before(K a, K b, bool descending) {
+  const bool a_nan = a != a, b_nan = b != b;  // false for integers and bool
+  if (a_nan || b_nan) return descending ? (a_nan && !b_nan) : (!a_nan && b_nan);
+  return descending ? b < a : a < b;
+}
 
 // Cumulative sum or product along `dim` of a contiguous x into out (contiguous, same shape and
 // dtype); reverse: from the end of each line (out[i] = x[i] + ... + x[n-1], cumsum's backward).
-// Accumulates in f64 for f32/f64 and in f32 for f16/bf16 (PyTorch's CPU acc_type), in i64 for
-// integers and bool; each output rounded once.
+// Accumulates in scan_accumulator_t (PyTorch's CPU acc_type; integers wrap as its do, without
+// signed overflow); each output rounded once.
 enum class ScanOp : uint8_t { Sum, Prod };
 using ScanFn = void (*)(ScanOp op, const Tensor& out, const Tensor& x, int64_t dim, bool reverse);
+// f32 for f16/bf16 (low_precision: the backend's own test), f64 for f32/f64, and for integers and
+// bool a u64 whose modular sums and products are the two's-complement i64 results.
+template <class T, bool low_precision>
+using scan_accumulator_t =
+    std::conditional_t<low_precision, float, std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>>;
 
 // Random fills from the Philox4x32-10 stream (framework/generator.h) of `seed`, starting at block
 // `offset`; the op reserves random_blocks(numel) blocks. Element k uses only block offset + k/4

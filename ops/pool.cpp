@@ -85,7 +85,7 @@ void check_input(const char* op, const Tensor& x) {
                  shape_str(x.shape()));
 }
 
-Tensor max_backward(const Tensor& gy, const Tensor& indices, const Pool2dGeometry& g);
+Tensor max_backward(const char* node, const Tensor& gy, const Tensor& indices, const Pool2dGeometry& g);
 
 // Values at the saved indices (the derivative of max_backward in gy; a gather).
 Tensor max_gather(const Tensor& gx, const Tensor& indices, const Pool2dGeometry& g) {
@@ -93,13 +93,28 @@ Tensor max_gather(const Tensor& gx, const Tensor& indices, const Pool2dGeometry&
   return v.reshape({g.N, g.C, g.OH, g.OW});
 }
 
-Tensor max_backward(const Tensor& gy, const Tensor& indices, const Pool2dGeometry& g) {
+// The gradient of a max pool (node: the forward's backward node name) at its saved indices.
+Tensor max_backward(const char* node, const Tensor& gy, const Tensor& indices, const Pool2dGeometry& g) {
   const MemoryFormat f = max_pool_format(indices);  // the forward's
   Tensor gx = empty({g.N, g.C, g.H, g.W}, TensorOptions(gy.dtype()).device(gy.device()).memory_format(f));
   K().max_pool2d_backward.get(gy.device(), gy.dtype())(gx, operand(gy, gy.dtype(), f), indices.contiguous(f), g);
-  autograd::record("MaxPool2DWithIndicesBackwardBackward", {gy}, {gx}, {indices},
+  autograd::record(detail::concat(node, "Backward").c_str(), {gy}, {gx}, {indices},
                    [g](const TensorList& grads, const TensorList& s) { return TensorList{max_gather(grads[0], s[0], g)}; });
   return gx;
+}
+
+// A max pool of the (4-D) x over g's windows, values and indices, recorded as `node`; for a 3-D
+// x_in the leading dim added for it is taken off again.
+MaxPoolResult max_forward(const char* op, const char* node, const Tensor& x_in, const Tensor& x, const Pool2dGeometry& g) {
+  const MemoryFormat f = max_pool_format(x);
+  Tensor y = empty({g.N, g.C, g.OH, g.OW}, TensorOptions(x.dtype()).device(x.device()).memory_format(f));
+  Tensor indices = empty({g.N, g.C, g.OH, g.OW}, TensorOptions(DType::I64).device(x.device()).memory_format(f));
+  K().max_pool2d.get(x.device(), x.dtype(), op)(y, indices, operand(x, x.dtype(), f), g);
+  autograd::record(node, {x}, {y}, {indices}, [g, node](const TensorList& grads, const TensorList& s) {
+    return TensorList{max_backward(node, grads[0], s[0], g)};
+  });
+  if (x_in.dim() == 3) return {y.squeeze(0), indices.squeeze(0)};
+  return {y, indices};
 }
 
 Tensor avg_backward(const Tensor& gy, const Pool2dGeometry& g);
@@ -133,14 +148,7 @@ MaxPoolResult max_pool2d_with_indices(const Tensor& x_arg, Size2 kernel, Size2 s
   const bool batched = x_in.dim() == 4;
   Tensor x = batched ? x_in : x_in.unsqueeze(0);
   const Pool2dGeometry g = pool_geometry(op, x_in, x, kernel, stride, padding, dilation, ceil_mode, true);
-  const MemoryFormat f = max_pool_format(x);
-  Tensor y = empty({g.N, g.C, g.OH, g.OW}, TensorOptions(x.dtype()).device(x.device()).memory_format(f));
-  Tensor indices = empty({g.N, g.C, g.OH, g.OW}, TensorOptions(DType::I64).device(x.device()).memory_format(f));
-  K().max_pool2d.get(x.device(), x.dtype())(y, indices, operand(x, x.dtype(), f), g);
-  autograd::record("MaxPool2DWithIndicesBackward", {x}, {y}, {indices},
-                   [g](const TensorList& grads, const TensorList& s) { return TensorList{max_backward(grads[0], s[0], g)}; });
-  if (!batched) return {y.squeeze(0), indices.squeeze(0)};
-  return {y, indices};
+  return max_forward(op, "MaxPool2DWithIndicesBackward", x_in, x, g);
 }
 
 Tensor max_pool2d(const Tensor& x, Size2 kernel, Size2 stride, Size2 padding, Size2 dilation, bool ceil_mode) {
@@ -195,15 +203,7 @@ MaxPoolResult adaptive_max_pool2d_with_indices(const Tensor& x_arg, Size2 output
   check_input(op, x_in);
   const bool batched = x_in.dim() == 4;
   Tensor x = batched ? x_in : x_in.unsqueeze(0);
-  const Pool2dGeometry g = adaptive_geometry(op, x, output_size);
-  const MemoryFormat f = max_pool_format(x);
-  Tensor y = empty({g.N, g.C, g.OH, g.OW}, TensorOptions(x.dtype()).device(x.device()).memory_format(f));
-  Tensor indices = empty({g.N, g.C, g.OH, g.OW}, TensorOptions(DType::I64).device(x.device()).memory_format(f));
-  K().max_pool2d.get(x.device(), x.dtype(), op)(y, indices, operand(x, x.dtype(), f), g);
-  autograd::record("AdaptiveMaxPool2DBackward", {x}, {y}, {indices},
-                   [g](const TensorList& grads, const TensorList& s) { return TensorList{max_backward(grads[0], s[0], g)}; });
-  if (!batched) return {y.squeeze(0), indices.squeeze(0)};
-  return {y, indices};
+  return max_forward(op, "AdaptiveMaxPool2DBackward", x_in, x, adaptive_geometry(op, x, output_size));
 }
 
 Tensor adaptive_max_pool2d(const Tensor& x, Size2 output_size) { return adaptive_max_pool2d_with_indices(x, output_size).values; }

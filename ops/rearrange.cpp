@@ -42,7 +42,8 @@ Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats) {
     expanded.insert(expanded.end(), {repeats[i], s});
     merged.push_back(repeats[i] * s);
   }
-  return x.reshape(interleaved).expand(expanded).contiguous().reshape(merged);
+  // clone: a copy even where the expand is no wider than x (all repeats 1), as PyTorch's.
+  return x.reshape(interleaved).expand(expanded).clone(MemoryFormat::Contiguous).reshape(merged);
 }
 
 }  // namespace minidl

@@ -51,34 +51,36 @@ Tensor cumprod_along(const Tensor& x, int64_t dim) {
   return out;
 }
 
-// The input cumsum/cumprod work on: cast to `dtype` when given (no autocast), else autocast's
-// choice with integers and bool promoted to i64.
-Tensor scan_input(const amp::OpPolicy& policy, const Tensor& x_arg, std::optional<DType> dtype) {
+// cumsum/cumprod's entry: the input cast to `dtype` when given (no autocast), else autocast's
+// choice (its scope held while the op runs) with integers and bool promoted to i64; a 0-dim x as
+// one element.
+template <class Along>
+Tensor scan_entry(const amp::OpPolicy& policy, const Tensor& x_arg, int64_t dim, std::optional<DType> dtype, Along along) {
   check_defined(x_arg, policy.op, "self");
-  if (dtype) return cast(x_arg, *dtype);
-  amp::AutocastInputs in(policy, {x_arg});
-  return in[0].is_floating_point() ? in[0] : cast(in[0], DType::I64);
+  std::optional<amp::AutocastInputs> in;
+  Tensor x;
+  if (dtype) {
+    x = cast(x_arg, *dtype);
+  } else {
+    in.emplace(policy, TensorList{x_arg});
+    x = (*in)[0].is_floating_point() ? (*in)[0] : cast((*in)[0], DType::I64);
+  }
+  if (x.dim() == 0) {
+    wrap_dim(dim, 0, policy.op);
+    return along(x.reshape({1}), 0).reshape({});
+  }
+  return along(x, wrap_dim(dim, x.dim(), policy.op));
 }
 }  // namespace
 
 std::vector<const amp::OpPolicy*> ops_detail::scan_policies() { return {&kCumsum, &kCumprod}; }
 
-Tensor cumsum(const Tensor& x_arg, int64_t dim, std::optional<DType> dtype) {
-  const Tensor x = scan_input(kCumsum, x_arg, dtype);
-  if (x.dim() == 0) {
-    wrap_dim(dim, 0, "cumsum");
-    return cumsum_along(x.reshape({1}), 0, false).reshape({});
-  }
-  return cumsum_along(x, wrap_dim(dim, x.dim(), "cumsum"), false);
+Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  return scan_entry(kCumsum, x, dim, dtype, [](const Tensor& v, int64_t d) { return cumsum_along(v, d, false); });
 }
 
-Tensor cumprod(const Tensor& x_arg, int64_t dim, std::optional<DType> dtype) {
-  const Tensor x = scan_input(kCumprod, x_arg, dtype);
-  if (x.dim() == 0) {
-    wrap_dim(dim, 0, "cumprod");
-    return cumprod_along(x.reshape({1}), 0).reshape({});
-  }
-  return cumprod_along(x, wrap_dim(dim, x.dim(), "cumprod"));
+Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  return scan_entry(kCumprod, x, dim, dtype, cumprod_along);
 }
 
 }  // namespace minidl

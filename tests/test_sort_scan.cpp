@@ -117,6 +117,10 @@ TEST_CASE("cumsum matches torch.cumsum: dims, f64 accumulation of f32, integer a
   check_exact(cumsum(cast(i64({1, 0, 1}, {3}), DType::Bool), 0), DType::I64, {3}, {1, 1, 2});
   check_exact(cumsum(cast(i64({200, 100}, {2}), DType::U8), 0, DType::U8), DType::U8, {2}, {200, 44});
   check_exact(cumsum(i64({1, 2}, {2}), 0, DType::F64), DType::F64, {2}, {1, 3});
+  // i64 wraps around as torch's (two's complement), with no signed overflow inside the kernel.
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
+  CHECK(cumsum(i64({kMax, 1}, {2}), 0).to_vector<int64_t>() == std::vector<int64_t>{kMax, kMin});
+  CHECK(cumprod(i64({int64_t{1} << 62, 4, 3}, {3}), 0).to_vector<int64_t>() == std::vector<int64_t>{int64_t{1} << 62, 0, 0});
   check_exact(cumsum(f32({1, kInf, -kInf, 2}, {4}), 0), DType::F32, {4}, {1, kInf, kNaN, kNaN});
   // bf16 adds in f32 and rounds each output once: 257 and 259 round to even (torch: 255, 256, 256, 258, 260, 260).
   const Tensor b = cumsum(full({400}, 1.0, DType::BF16), 0);
@@ -211,7 +215,7 @@ TEST_CASE("scatter_add matches torch.scatter_add: repeated indices add, gradient
 TEST_CASE("cuda: sort, topk, cumsum, amax and scatter_add agree with the CPU", "[cuda][sort]") {
   using namespace minidl::cuda_test;
   MINIDL_REQUIRE_GPU();
-  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64, DType::I32, DType::U8}) {
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64, DType::I32, DType::U8, DType::Bool}) {
     INFO(dtype_name(t));
     // Few distinct values (ties everywhere) with NaN and infinities in the floating ones; a short
     // line, and one longer than the CUDA kernel takes (4096: sorted on the CPU).
@@ -231,7 +235,7 @@ TEST_CASE("cuda: sort, topk, cumsum, amax and scatter_add agree with the CPU", "
         }
       check_equal(amax(d, {0, -1}), amax(x, {0, -1}), "amax");
       check_equal(amin(d, {1}), amin(x, {1}), "amin");
-      if (t != DType::U8) {
+      {  // u8 and bool sum and multiply as i64, as PyTorch's
         check_close(cumsum(d, 1), cumsum(x, 1), is_floating(t) ? 2 * eps_of(t) : 0, 0, "cumsum");
         const Tensor small = is_floating(t) ? div(x, 8.0) : x.slice(-1, 0, 3);  // products that stay finite
         check_close(cumprod(small.to(kCuda), -1), cumprod(small, -1), is_floating(t) ? 2 * eps_of(t) : 0, 0, "cumprod");

@@ -656,6 +656,7 @@ TEST_CASE("flip and repeat match torch: values, gradients, errors", "[gaps]") {
   CHECK(r.shape() == Shape{2, 2, 6});
   check_same_values(r, {0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5, 0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5}, "repeat");
   CHECK(repeat(a, {0, 2}).shape() == Shape{0, 6});
+  CHECK(repeat(a, {1, 1}).raw_data() != a.raw_data());  // a copy even when nothing repeats, as torch's
   CHECK_THROWS_WITH(repeat(a, {2}), Catch::Contains("repeat: the number of repeats (1) can not be smaller than the number of dimensions"));
   CHECK_THROWS_WITH(repeat(a, {2, -1}), Catch::Contains("repeat: repeats must be non-negative, got -1"));
   // torch: (g.repeat(2, 2) * arange(12).reshape(2, 6)).sum().backward() -> [18, 22, 26];

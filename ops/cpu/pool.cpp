@@ -180,6 +180,12 @@ struct MaxWindows {
       while (s < 0) s += g.dw;
       ws[ow] = s;
     }
+  }  // The most pixels one window spans (a work estimate: adaptive windows differ in size).
+  int64_t largest_area() const {
+    int64_t h = 0, w = 0;
+    for (size_t i = 0; i < hs.size(); ++i) h = std::max(h, he[i] - hs[i]);
+    for (size_t i = 0; i < ws.size(); ++i) w = std::max(w, we[i] - ws[i]);
+    return h * w;
   }
 };
 
@@ -194,7 +200,7 @@ void max_pool_forward_channels_last(const Tensor& y, const Tensor& indices, cons
   int64_t* ip = indices.data_ptr<int64_t>();
   const MaxWindows win(g);
   const int64_t Cn = g.C, row = g.W * Cn;
-  parallel_for(g.N * g.OH, std::max<int64_t>(1, g.OW * g.kH * g.kW * Cn), [&](int64_t r0, int64_t r1) {
+  parallel_for(g.N * g.OH, std::max<int64_t>(1, g.OW * win.largest_area() * Cn), [&](int64_t r0, int64_t r1) {
     std::vector<C> in, out(static_cast<size_t>(g.OW * Cn));
     // The running maxima's positions as int32 (a plane has fewer than 2^31 pixels): the same lane
     // width as f32, so the channel loop vectorizes (with int64 positions it stayed scalar).

@@ -1,8 +1,8 @@
 // CPU cumulative sum and product kernel (ops/kernels.h ScanFn). x is seen as [outer, n, inner]; each job takes
 // one outer slice and a block of up to kBlock inner columns and walks the n rows (forward, or
 // backward for the reverse scan) with one accumulator per column, so rows of the last dim
-// (inner 1) and columns of an earlier one both read memory in order. Accumulators: f64 for f32/f64,
-// f32 for f16/bf16 (PyTorch's CPU acc_type), i64 for integers; each output rounded once.
+// (inner 1) and columns of an earlier one both read memory in order, accumulating in
+// scan_accumulator_t; each output rounded once.
 #include <algorithm>
 #include <array>
 
@@ -13,15 +13,12 @@
 namespace minidl::kernels::cpu {
 
 namespace {
-template <class T>
-using ScanAcc = std::conditional_t<is_low_precision_v<T>, float,
-                                   std::conditional_t<std::is_floating_point_v<T>, double, int64_t>>;
 
 void scan(ScanOp op, const Tensor& out, const Tensor& x, int64_t dim, bool reverse) {
   const Split3 s = split_at(x.shape(), dim);
   if (s.mid == 0 || s.outer == 0 || s.inner == 0) return;
   visit_dtype(x.dtype(), op == ScanOp::Sum ? "cumsum" : "cumprod", [&]<class T>() {
-    using Acc = ScanAcc<T>;
+    using Acc = scan_accumulator_t<T, is_low_precision_v<T>>;
     const T* px = static_cast<const T*>(x.raw_data());
     T* po = static_cast<T*>(out.raw_data());
     const int64_t blocks = (s.inner + kBlock - 1) / kBlock;

@@ -1,6 +1,6 @@
-// CPU sort kernel (ops/kernels.h SortFn): each line along dim is sorted through an index
-// permutation with std::stable_sort, so equal values keep their order; NaN compares above every
-// number. Lines run in parallel; a line of a non-last dim is gathered into a buffer first.
+// CPU sort kernel (ops/kernels.h SortFn): each line's keys (widened for f16/bf16) are gathered into
+// a buffer and an index permutation sorted over them with std::stable_sort by sort_comes_before,
+// so equal values keep their order and NaN goes above every number. Lines run in parallel.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -18,21 +18,6 @@ template <class T>
 auto key_of(T v) {
   if constexpr (is_low_precision_v<T>) return static_cast<float>(v);
   else return v;
-}
-
-template <class K>
-bool is_nan_key(K v) {
-  if constexpr (std::is_floating_point_v<K>) return std::isnan(v);
-  else return false;
-}
-
-// Strict order of the sorted line: ascending (a before b when a < b, numbers before NaN) or
-// descending (a before b when a > b, NaN before numbers).
-template <class K>
-bool comes_before(K a, K b, bool descending) {
-  const bool na = is_nan_key(a), nb = is_nan_key(b);
-  if (na || nb) return descending ? (na && !nb) : (!na && nb);
-  return descending ? b < a : a < b;
 }
 
 void sort(const Tensor& values, const Tensor& indices, const Tensor& x, int64_t dim, bool descending) {
@@ -55,7 +40,7 @@ void sort(const Tensor& values, const Tensor& indices, const Tensor& x, int64_t 
         for (int64_t i = 0; i < s.mid; ++i) keys[i] = key_of(px[base + i * s.inner]);
         std::iota(order.begin(), order.end(), int64_t{0});
         std::stable_sort(order.begin(), order.end(),
-                         [&](int64_t i, int64_t j) { return comes_before(keys[i], keys[j], descending); });
+                         [&](int64_t i, int64_t j) { return sort_comes_before(keys[i], keys[j], descending); });
         for (int64_t r = 0; r < s.mid; ++r) {
           pv[base + r * s.inner] = px[base + order[r] * s.inner];
           pi[base + r * s.inner] = order[r];

@@ -1,7 +1,7 @@
-// CUDA cumulative sum and product kernel with the CPU kernel's contract (ops/kernels.h ScanFn): one thread per
-// (outer, inner) column walks its n values in order (or from the end for the reverse scan) with
-// the CPU's accumulator types (f64 for f32/f64, f32 for f16/bf16, i64 for integers), so both
-// backends add in the same order and round each output once. Adjacent threads read adjacent
+// CUDA cumulative sum and product kernel with the CPU kernel's contract (ops/kernels.h ScanFn):
+// one thread per (outer, inner) column walks its n values in order (or from the end for the
+// reverse scan) in the CPU's accumulator type (scan_accumulator_t), so both backends add in the
+// same order and round each output once. Adjacent threads read adjacent
 // columns when the scanned dim is not the last; a scan of the last dim reads each row serially.
 #include "ops/cuda/common.cuh"
 
@@ -9,7 +9,7 @@ namespace minidl::kernels::cuda {
 
 namespace {
 template <class T>
-using scan_acc_t = std::conditional_t<is_low_v<T>, float, std::conditional_t<std::is_floating_point_v<T>, double, int64_t>>;
+using scan_acc_t = scan_accumulator_t<T, is_low_v<T>>;
 
 template <class T>
 __global__ void scan_kernel(T* out, const T* x, Split3 s, int64_t columns, bool product, bool reverse) {

@@ -9,19 +9,6 @@
 namespace minidl::kernels::cuda {
 
 namespace {
-template <class K>
-__device__ __forceinline__ bool is_nan_key(K v) {
-  if constexpr (std::is_floating_point_v<K>) return v != v;
-  else return false;
-}
-
-template <class K>
-__device__ __forceinline__ bool comes_before(K a, K b, bool descending) {
-  const bool na = is_nan_key(a), nb = is_nan_key(b);
-  if (na || nb) return descending ? (na && !nb) : (!na && nb);
-  return descending ? b < a : a < b;
-}
-
 template <class T>
 __global__ void sort_kernel(T* values, int64_t* indices, const T* x, Split3 s, int64_t total, bool descending) {
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total; e += int64_t{gridDim.x} * blockDim.x) {
@@ -31,7 +18,7 @@ __global__ void sort_kernel(T* values, int64_t* indices, const T* x, Split3 s, i
     int64_t rank = 0;
     for (int64_t j = 0; j < s.mid; ++j) {
       const auto other = load(x[base + j * s.inner]);
-      if (comes_before(other, key, descending) || (j < i && !comes_before(key, other, descending))) ++rank;
+      if (sort_comes_before(other, key, descending) || (j < i && !sort_comes_before(key, other, descending))) ++rank;
     }
     values[base + rank * s.inner] = x[base + i * s.inner];
     indices[base + rank * s.inner] = i;
