@@ -1,5 +1,5 @@
 // Comparisons (bool results, not differentiable), isnan/isinf/isfinite, where (differentiable in
-// both branches) and clamp.
+// both branches), tril/triu (where with a diagonal mask) and clamp.
 #include <cmath>
 #include <algorithm>
 #include <limits>
@@ -104,6 +104,24 @@ Tensor clamp_integer(const Tensor& x, std::optional<double> lo, std::optional<do
   }
   return r;
 }
+
+namespace {
+// x with the elements off one side of diagonal `diagonal` of its last two dims zeroed: lower keeps
+// column - row <= diagonal (tril), else column - row >= diagonal (triu). Differentiable through where.
+Tensor triangle(const char* name, const Tensor& x, int64_t diagonal, bool lower) {
+  check_defined(x, name, "self");
+  MINIDL_CHECK(x.dim() >= 2, name, "expected a tensor of at least 2 dims, got ", x.meta_str());
+  const TensorOptions index_opts = TensorOptions(DType::I64).device(x.device());
+  const int64_t rows = x.shape()[x.dim() - 2], cols = x.shape()[x.dim() - 1];
+  const Tensor offset = sub(arange(0, static_cast<double>(cols), 1, index_opts).reshape({1, cols}),
+                            arange(0, static_cast<double>(rows), 1, index_opts).reshape({rows, 1}));  // column - row
+  const Tensor keep = lower ? le(offset, static_cast<double>(diagonal)) : ge(offset, static_cast<double>(diagonal));
+  return where(keep, x, zeros({}, TensorOptions(x.dtype()).device(x.device())));
+}
+}  // namespace
+
+Tensor tril(const Tensor& x, int64_t diagonal) { return triangle("tril", x, diagonal, true); }
+Tensor triu(const Tensor& x, int64_t diagonal) { return triangle("triu", x, diagonal, false); }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   check_defined(x, "masked_fill", "self");

@@ -56,6 +56,11 @@ Tensor isinf(const Tensor& x);
 Tensor isfinite(const Tensor& x);
 // x with value where the bool mask (broadcast to x's shape) is true; keeps x's dtype.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
+// tril/triu: x (at least 2-D; leading dims are a batch) with the elements above / below diagonal
+// `diagonal` of its last two dims set to 0 (column - row > diagonal / < diagonal), as torch.tril/triu
+// (NaN there too); differentiable, any dtype.
+Tensor tril(const Tensor& x, int64_t diagonal = 0);
+Tensor triu(const Tensor& x, int64_t diagonal = 0);
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
 
 // ---- element-wise unary (ops/unary.cpp, ops/activation.cpp)

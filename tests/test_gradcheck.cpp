@@ -163,6 +163,8 @@ const std::vector<GradCase> kCases = {
   {.name = "cumprod dim 0 3-D", .shapes = {{4, 2, 3}}, .fn = [](const TL& x) { return cumprod(x[0], 0); }},
   {.name = "flip dims 0,2", .shapes = {{2, 3, 4}}, .fn = [](const TL& x) { return sq(flip(x[0], {0, 2})); }},
   {.name = "repeat with a new leading dim", .shapes = {{2, 3}}, .fn = [](const TL& x) { return sq(repeat(x[0], {2, 1, 3})); }},
+  {.name = "tril batched, diagonal -1", .shapes = {{2, 3, 4}}, .fn = [](const TL& x) { return sq(tril(x[0], -1)); }},
+  {.name = "triu diagonal 1", .shapes = {{3, 3}}, .fn = [](const TL& x) { return sq(triu(x[0], 1)); }},
   {.name = "cumsum 0-dim", .shapes = {{}}, .fn = [](const TL& x) { return sq(cumsum(x[0], 0)); }},
   {.name = "scatter_add dim 0 repeated indices", .shapes = {{3, 4}, {2, 4}}, .fn = [](const TL& x) {
      return sq(scatter_add(x[0], 0, from_vector<int64_t>({2, 0, 2, 1, 2, 2, 0, 1}, {2, 4}).to(x[0].device()), x[1])); }},

@@ -5,7 +5,7 @@
 // - index_select of a 0-dim tensor, narrow of a size-0 dim;
 // - arange with an integer dtype and a fractional end;
 // - conv1d's errors;
-// - isnan/isinf/isfinite, any/all, flip and repeat.
+// - isnan/isinf/isfinite, any/all, flip, repeat, tril and triu.
 // Expected values are torch 1.13's (probed in Python), written here as literals; where 1.13 and 2.x
 // differ, 2.x's, as said at the case.
 #include <catch2/catch.hpp>
@@ -667,4 +667,21 @@ TEST_CASE("flip and repeat match torch: values, gradients, errors", "[gaps]") {
   Tensor h = f32({1, 2, 3}).requires_grad_();
   sum(mul(flip(h, {0}), f32({1, 10, 100}))).backward();
   check_same_values(h.grad(), {100, 10, 1}, "flip gradient");
+}
+
+TEST_CASE("tril and triu match torch: diagonals, batches, bool, NaN, gradient", "[gaps]") {
+  const Tensor a = cast(arange(1, 13, 1), DType::F32).reshape({3, 4});
+  check_same_values(tril(a), {1, 0, 0, 0, 5, 6, 0, 0, 9, 10, 11, 0}, "tril");
+  check_same_values(tril(a, -1), {0, 0, 0, 0, 5, 0, 0, 0, 9, 10, 0, 0}, "tril -1");
+  check_same_values(triu(a, 1), {0, 2, 3, 4, 0, 0, 7, 8, 0, 0, 0, 12}, "triu 1");
+  check_same_values(triu(a, -2), {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, "triu -2");
+  const Tensor b = tril(ones({2, 2, 3}, DType::Bool));
+  CHECK(b.dtype() == DType::Bool);
+  CHECK(ints(b) == std::vector<int64_t>{1, 0, 0, 1, 1, 0, 1, 0, 0, 1, 1, 0});
+  check_same_values(tril(f32({1.0f, NAN, 3.0f, 4.0f}).reshape({2, 2})), {1, 0, 3, 4}, "tril NaN above");
+  CHECK_THROWS_WITH(tril(ones({3})), Catch::Contains("tril: expected a tensor of at least 2 dims"));
+  // torch: (triu(g) * [[10, 20, 30], [40, 50, 60]]).sum().backward() -> [[10, 20, 30], [0, 50, 60]]
+  Tensor g = cast(arange(1, 7, 1), DType::F32).reshape({2, 3}).requires_grad_();
+  sum(mul(triu(g), cast(arange(10, 70, 10), DType::F32).reshape({2, 3}))).backward();
+  check_same_values(g.grad(), {10, 20, 30, 0, 50, 60}, "triu gradient");
 }
