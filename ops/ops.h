@@ -26,6 +26,13 @@ Tensor div(const Tensor& a, double b);
 Tensor pow(const Tensor& a, double exponent);
 Tensor rsub(const Tensor& a, double b);  // b - a
 Tensor neg(const Tensor& a);
+// lerp: start + weight * (end - start) in PyTorch's form (end - (end - start) * (1 - weight) for
+// |weight| >= 0.5); start, end and a tensor weight share a floating dtype and broadcast. addcmul /
+// addcdiv: x + value * t1 * t2 and x + value * t1 / t2, as torch's (integer addcdiv refused).
+Tensor lerp(const Tensor& start, const Tensor& end, double weight);
+Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight);
+Tensor addcmul(const Tensor& x, const Tensor& t1, const Tensor& t2, double value = 1.0);
+Tensor addcdiv(const Tensor& x, const Tensor& t1, const Tensor& t2, double value = 1.0);
 // a - b * floor(a / b), with b's sign (Python's %, torch.remainder), and a - b * trunc(a / b), with
 // a's sign (C's fmod, torch.fmod). Integer and floating dtypes; an integer divisor of 0 throws
 // (PyTorch's ZeroDivisionError), a floating one gives NaN. An f16/bf16 tensor's scalar divisor is

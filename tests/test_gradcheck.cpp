@@ -165,6 +165,10 @@ const std::vector<GradCase> kCases = {
   {.name = "repeat with a new leading dim", .shapes = {{2, 3}}, .fn = [](const TL& x) { return sq(repeat(x[0], {2, 1, 3})); }},
   {.name = "tril batched, diagonal -1", .shapes = {{2, 3, 4}}, .fn = [](const TL& x) { return sq(tril(x[0], -1)); }},
   {.name = "triu diagonal 1", .shapes = {{3, 3}}, .fn = [](const TL& x) { return sq(triu(x[0], 1)); }},
+  {.name = "lerp tensor weight, broadcast", .shapes = {{2, 3}, {3}, {2, 3}}, .fn = [](const TL& x) { return sq(lerp(x[0], x[1], x[2])); }},
+  {.name = "lerp scalar weight 0.7", .shapes = {{2, 3}, {2, 3}}, .fn = [](const TL& x) { return sq(lerp(x[0], x[1], 0.7)); }},
+  {.name = "addcmul and addcdiv", .shapes = {{2, 3}, {2, 3}, {3}}, .fn = [](const TL& x) {
+     return addcdiv(addcmul(x[0], x[1], x[2], 0.5), x[1], add(x[2], 3.0), -1.5); }},
   {.name = "cumsum 0-dim", .shapes = {{}}, .fn = [](const TL& x) { return sq(cumsum(x[0], 0)); }},
   {.name = "scatter_add dim 0 repeated indices", .shapes = {{3, 4}, {2, 4}}, .fn = [](const TL& x) {
      return sq(scatter_add(x[0], 0, from_vector<int64_t>({2, 0, 2, 1, 2, 2, 0, 1}, {2, 4}).to(x[0].device()), x[1])); }},

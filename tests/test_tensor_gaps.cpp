@@ -5,7 +5,7 @@
 // - index_select of a 0-dim tensor, narrow of a size-0 dim;
 // - arange with an integer dtype and a fractional end;
 // - conv1d's errors;
-// - isnan/isinf/isfinite, any/all, flip, repeat, tril and triu.
+// - isnan/isinf/isfinite, any/all, flip, repeat, tril and triu, lerp, addcmul and addcdiv.
 // Expected values are torch 1.13's (probed in Python), written here as literals; where 1.13 and 2.x
 // differ, 2.x's, as said at the case.
 #include <catch2/catch.hpp>
@@ -684,4 +684,21 @@ TEST_CASE("tril and triu match torch: diagonals, batches, bool, NaN, gradient", 
   Tensor g = cast(arange(1, 7, 1), DType::F32).reshape({2, 3}).requires_grad_();
   sum(mul(triu(g), cast(arange(10, 70, 10), DType::F32).reshape({2, 3}))).backward();
   check_same_values(g.grad(), {10, 20, 30, 0, 50, 60}, "triu gradient");
+}
+
+TEST_CASE("lerp, addcmul and addcdiv match torch bit for bit, gradients as torch's formulas", "[gaps]") {
+  const Tensor a = f32({1, 2, -3, 10}), b = f32({3, -2, 5, 10.5}), w = f32({0.1f, 0.6f, 1.5f, -0.5f});
+  check_same_values(lerp(a, b, 0.3), {1.600000023841858, 0.7999999523162842, -0.5999999046325684, 10.149999618530273}, "lerp 0.3");
+  check_same_values(lerp(a, b, 0.75), {2.5, -1, 3, 10.375}, "lerp 0.75");
+  check_same_values(lerp(a, b, w), {1.2000000476837158, -0.40000009536743164, 9, 9.75}, "lerp tensor weight");
+  check_same_values(lerp(zeros({2, 1}), ones({1, 3}), 0.25), {0.25, 0.25, 0.25, 0.25, 0.25, 0.25}, "lerp broadcast");
+  Tensor ga = a.clone().requires_grad_(), gb = b.clone().requires_grad_(), gw = w.clone().requires_grad_();
+  sum(lerp(ga, gb, gw)).backward();
+  check_same_values(ga.grad(), {0.8999999761581421, 0.3999999761581421, -0.5, 1.5}, "lerp d/dstart");
+  check_same_values(gb.grad(), {0.10000000149011612, 0.6000000238418579, 1.5, -0.5}, "lerp d/dend");
+  check_same_values(gw.grad(), {2, -4, 8, 0.5}, "lerp d/dweight");
+  CHECK_THROWS_WITH(lerp(a, cast(b, DType::F64), 0.5), Catch::Contains("lerp: expected end of self's dtype f32"));
+  check_same_values(addcmul(a, b, w, 0.5), {1.149999976158142, 1.399999976158142, 0.75, 7.375}, "addcmul");
+  check_same_values(addcdiv(a, b, w, 2.0), {61, -4.666666507720947, 3.6666665077209473, -32}, "addcdiv");
+  CHECK_THROWS_WITH(addcdiv(i64({1}), i64({2}), i64({3})), Catch::Contains("addcdiv: integer division with addcdiv is not supported"));
 }
