@@ -13,12 +13,13 @@ Tensor flip(const Tensor& x, const std::vector<int64_t>& dims) {
   const char* name = "flip";
   check_defined(x, name, "self");
   std::set<int64_t> seen;
-  for (int64_t d : dims)
-    MINIDL_CHECK(seen.insert(wrap_dim(d, x.dim(), name)).second, name, "dim ", wrap_dim(d, x.dim(), name),
-                 " appears multiple times in the list of dims");
+  for (int64_t d : dims) {
+    const int64_t w = wrap_dim(d, x.dim(), name);
+    MINIDL_CHECK(seen.insert(w).second, name, "dim ", w, " appears multiple times in the list of dims");
+  }
+  if (x.dim() == 0) seen.clear();  // a 0-dim tensor has nothing to reverse (dim 0 and -1 are accepted)
   Tensor out = x;
   for (int64_t d : seen) {
-    if (x.dim() == 0) break;
     const int64_t n = x.shape()[d];
     const Tensor reversed = arange(static_cast<double>(n - 1), -1.0, -1.0, TensorOptions(DType::I64).device(x.device()));
     out = index_select(out, d, reversed);

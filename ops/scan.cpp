@@ -32,9 +32,10 @@ Tensor cumsum_along(const Tensor& x, int64_t dim, bool reverse) {
 
 // d(sum g * cumprod(x)) / dx, in differentiable ops (see the file comment).
 Tensor cumprod_gradient(const Tensor& x, const Tensor& out, const Tensor& g, int64_t dim) {
-  const Tensor zeros_seen = cumsum_along(cast(eq(x, 0.0), DType::I64), dim, false);  // zeros up to here
+  const Tensor is_zero = cast(eq(x, 0.0), DType::I64);
+  const Tensor zeros_seen = cumsum_along(is_zero, dim, false);  // zeros up to here
   const Tensor before = eq(zeros_seen, 0.0);
-  const Tensor first_zero = eq(add(zeros_seen, cast(eq(x, 0.0), DType::I64)), 2.0);
+  const Tensor first_zero = eq(add(zeros_seen, is_zero), 2.0);  // a zero, and the first of its line
   const Tensor one = ones_like(x);
   const Tensor at_before = div(cumsum_along(mul(g, out), dim, true), where(before, x, one));
   const Tensor at_first = cumsum_along(mul(g, cumprod_along(where(first_zero, one, x), dim)), dim, true);
