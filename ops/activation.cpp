@@ -21,8 +21,6 @@ const amp::OpPolicy kPrelu{"prelu", P::LowerPrecision, P::LowerPrecision};
 std::vector<const amp::OpPolicy*> ops_detail::activation_policies() { return {&kSoftplus, &kPrelu}; }
 
 namespace ops_detail {
-Tensor unary_forward(UnaryOp op, const char* name, const Tensor& x_in, double p0 = 0, double p1 = 0);
-
 // grad_in = g * f'(saved), one kernel; differentiable in g (linear) and, through `d_saved`, in saved
 // (no d_saved: f'' is 0).
 Tensor fused_backward(BinaryOp op, const char* name, const Tensor& g, const Tensor& saved, double scalar, double alpha,

@@ -73,4 +73,5 @@ std::vector<const amp::OpPolicy*> attention_policies();
 std::vector<const amp::OpPolicy*> pad_policies();
 std::vector<const amp::OpPolicy*> scan_policies();
 std::vector<const amp::OpPolicy*> index_policies();
+std::vector<const amp::OpPolicy*> math_policies();
 }  // namespace minidl::ops_detail

@@ -93,4 +93,8 @@ inline void check_index_range_on_device(const Tensor& index, const kernels::Inde
   K().check_index_range.get(index.device(), DType::I64)(index.contiguous(), check);
 }
 
+// Runs a unary kernel (ops/kernels.h UnaryOp) on a floating tensor; integers and bool are
+// promoted to f32 first, as torch.exp. Defined in ops/unary.cpp.
+Tensor unary_forward(kernels::UnaryOp op, const char* name, const Tensor& x_in, double p0 = 0, double p1 = 0);
+
 }  // namespace minidl::ops_detail

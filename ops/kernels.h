@@ -101,6 +101,12 @@ using BinaryFn = void (*)(BinaryOp op, const Tensor& out, const Tensor& a, const
 enum class UnaryOp : uint8_t {
   Neg, Exp, Log, Sqrt, Rsqrt, Abs, Sign, Tanh, Sigmoid, Relu, LeakyRelu, Gelu, GeluTanh, Softplus, Square, Reciprocal,
   Clamp,  // p0 = min, p1 = max (use +-inf for none)
+  // Element-wise math (ops/math.cpp): the C library's functions; Round is half to even (rint).
+  Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh,
+  Log1p, Expm1, Log2, Log10, Exp2, Erf, Erfc, Erfinv, Floor, Ceil, Round, Trunc,
+  // Activations with PyTorch's formulas (ops/activation_more.cpp): x relu6(x + 3) / 6, relu6(x + 3) / 6,
+  // x tanh(log1p(exp x)), min(x, 0) - log1p(exp(-|x|)).
+  Hardswish, Hardsigmoid, Mish, LogSigmoid,
 };
 // out (contiguous, same shape and dtype as x) <- op(x). p0/p1: LeakyRelu slope; Softplus beta, threshold.
 using UnaryFn = void (*)(UnaryOp op, const Tensor& out, const Tensor& x, double p0, double p1);

@@ -91,6 +91,50 @@ Tensor hardtanh(const Tensor& x, double min_val = -1.0, double max_val = 1.0);
 Tensor relu6(const Tensor& x);  // hardtanh(x, 0, 6)
 // x > 0 ? x : weight * x, weight one slope or one per channel (dim 1); autocast lower precision.
 Tensor prelu(const Tensor& x, const Tensor& weight);
+// More of torch.nn.functional's activations (ops/activation_more.cpp), with its defaults, values and
+// gradients: hardswish, hardsigmoid, mish and logsigmoid are kernels; the rest are composites.
+Tensor hardswish(const Tensor& x);    // x relu6(x + 3) / 6
+Tensor hardsigmoid(const Tensor& x);  // relu6(x + 3) / 6
+Tensor mish(const Tensor& x);         // x tanh(softplus(x))
+Tensor logsigmoid(const Tensor& x);   // log(sigmoid(x)), stable: min(x, 0) - log1p(exp(-|x|))
+Tensor selu(const Tensor& x);         // scale * elu(x, alpha) with PyTorch's constants
+Tensor celu(const Tensor& x, double alpha = 1.0);  // x > 0 ? x : alpha (exp(x / alpha) - 1)
+Tensor softsign(const Tensor& x);                  // x / (1 + |x|)
+Tensor tanhshrink(const Tensor& x);                // x - tanh(x)
+Tensor softshrink(const Tensor& x, double lambd = 0.5);  // x -+ lambd outside [-lambd, lambd], else 0
+Tensor hardshrink(const Tensor& x, double lambd = 0.5);  // x outside [-lambd, lambd], else 0
+Tensor threshold(const Tensor& x, double threshold, double value);  // x <= threshold ? value : x
+Tensor glu(const Tensor& x, int64_t dim = -1);  // a * sigmoid(b), a and b the halves of x along dim
+
+// ---- element-wise math (ops/math.cpp), as torch's: integer and bool inputs give f32; floor, ceil,
+// round (half to even) and trunc keep an integer tensor's dtype. Inside namespace minidl these names
+// hide the C library's: call std::sin etc. for numbers there.
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor tan(const Tensor& x);
+Tensor asin(const Tensor& x);
+Tensor acos(const Tensor& x);
+Tensor atan(const Tensor& x);
+Tensor sinh(const Tensor& x);
+Tensor cosh(const Tensor& x);
+Tensor asinh(const Tensor& x);
+Tensor acosh(const Tensor& x);
+Tensor atanh(const Tensor& x);
+Tensor log1p(const Tensor& x);
+Tensor expm1(const Tensor& x);
+Tensor log2(const Tensor& x);
+Tensor log10(const Tensor& x);
+Tensor exp2(const Tensor& x);
+Tensor erf(const Tensor& x);
+Tensor erfc(const Tensor& x);
+Tensor erfinv(const Tensor& x);
+Tensor reciprocal(const Tensor& x);  // 1 / x
+Tensor square(const Tensor& x);      // pow(x, 2), as torch.square
+Tensor floor(const Tensor& x);
+Tensor ceil(const Tensor& x);
+Tensor round(const Tensor& x);
+Tensor trunc(const Tensor& x);
+Tensor frac(const Tensor& x);  // x - trunc(x), floating only
 
 // ---- reductions (ops/reduce.cpp). dims empty = all dims.
 Tensor sum(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);

@@ -19,8 +19,7 @@ const amp::OpPolicy kRsqrt{"rsqrt", P::None, P::FP32};
 std::vector<const amp::OpPolicy*> ops_detail::unary_policies() { return {&kExp, &kLog, &kRsqrt}; }
 
 namespace ops_detail {
-// Runs a unary kernel on a floating tensor (integers are promoted to f32, as torch.exp).
-Tensor unary_forward(UnaryOp op, const char* name, const Tensor& x_in, double p0 = 0, double p1 = 0) {
+Tensor unary_forward(UnaryOp op, const char* name, const Tensor& x_in, double p0, double p1) {
   check_defined(x_in, name, "self");
   Tensor x = x_in.is_floating_point() ? x_in : cast(x_in, DType::F32);
   auto kernel = K().unary.get(x.device(), x.dtype(), name);

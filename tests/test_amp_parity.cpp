@@ -186,7 +186,8 @@ TEST_CASE("the policy table matches torch's lists for every op minidl has", "[am
   CHECK(cpu("binary_cross_entropy") == P::FP32);
   CHECK(cuda("binary_cross_entropy") == P::Banned);
   // logsumexp: CUDA's fp32 list; torch 1.13's CPU autocast returns bf16 for a bf16 input.
-  for (const char* op : {"exp", "log", "pow", "rsqrt", "softplus", "logsumexp"}) {
+  for (const char* op : {"exp", "log", "pow", "rsqrt", "softplus", "logsumexp", "tan", "asin", "acos", "sinh", "cosh", "log1p",
+                         "expm1", "log2", "log10", "erfinv", "reciprocal"}) {
     CHECK(cpu(op) == P::None);
     CHECK(cuda(op) == P::FP32);
   }
@@ -203,7 +204,8 @@ TEST_CASE("the policy table matches torch's lists for every op minidl has", "[am
   // In no list on either device.
   for (const char* op : {"sqrt", "tanh", "sigmoid", "relu", "gelu", "mean", "var", "max_pool2d", "avg_pool2d",
                          "adaptive_avg_pool2d", "adaptive_max_pool2d", "batch_norm", "dropout", "add", "div", "remainder", "fmod", "where",
-                         "index_select", "gather", "sort", "topk", "amax"}) {
+                         "index_select", "gather", "sort", "topk", "amax", "sin", "cos", "atan", "asinh", "acosh", "atanh",
+                         "exp2", "erf", "erfc", "floor", "round", "hardswish", "mish", "logsigmoid"}) {
     CHECK(cpu(op) == P::None);
     CHECK(cuda(op) == P::None);
   }

@@ -589,14 +589,23 @@ TEST_CASE("cuda: unary kernels agree with the CPU", "[cuda]") {
   const std::vector<UnaryOp> ops = {UnaryOp::Neg, UnaryOp::Exp, UnaryOp::Log, UnaryOp::Sqrt, UnaryOp::Rsqrt,
                                     UnaryOp::Abs, UnaryOp::Sign, UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Relu,
                                     UnaryOp::LeakyRelu, UnaryOp::Gelu, UnaryOp::GeluTanh, UnaryOp::Softplus,
-                                    UnaryOp::Square, UnaryOp::Reciprocal, UnaryOp::Clamp};
+                                    UnaryOp::Square, UnaryOp::Reciprocal, UnaryOp::Clamp, UnaryOp::Sin, UnaryOp::Cos,
+                                    UnaryOp::Tan, UnaryOp::Asin, UnaryOp::Acos, UnaryOp::Atan, UnaryOp::Sinh, UnaryOp::Cosh,
+                                    UnaryOp::Asinh, UnaryOp::Acosh, UnaryOp::Atanh, UnaryOp::Log1p, UnaryOp::Expm1,
+                                    UnaryOp::Log2, UnaryOp::Log10, UnaryOp::Exp2, UnaryOp::Erf, UnaryOp::Erfc,
+                                    UnaryOp::Erfinv, UnaryOp::Floor, UnaryOp::Ceil, UnaryOp::Round, UnaryOp::Trunc,
+                                    UnaryOp::Hardswish, UnaryOp::Hardsigmoid, UnaryOp::Mish, UnaryOp::LogSigmoid};
   for (DType t : kFloat64) {
     for (bool strided : {false, true}) {
       Tensor x = randn_cpu({67, 45}, t, 9, 3.0);
       if (strided) x = x.t();
       for (UnaryOp op : ops) {
-        const bool positive = op == UnaryOp::Log || op == UnaryOp::Sqrt || op == UnaryOp::Rsqrt;
-        Tensor in = positive ? add(abs(x), 0.1) : x;
+        // Each op's domain: positive for the logs and roots, (-1, 1) for the inverse sines, tanh and
+        // erf, above 1 for acosh.
+        const bool positive = op == UnaryOp::Log || op == UnaryOp::Sqrt || op == UnaryOp::Rsqrt || op == UnaryOp::Log2 ||
+                              op == UnaryOp::Log10 || op == UnaryOp::Log1p;
+        const bool unit = op == UnaryOp::Asin || op == UnaryOp::Acos || op == UnaryOp::Atanh || op == UnaryOp::Erfinv;
+        Tensor in = positive ? add(abs(x), 0.1) : unit ? mul(tanh(x), 0.99) : op == UnaryOp::Acosh ? add(abs(x), 1.1) : x;
         double p0 = 0, p1 = 0;
         if (op == UnaryOp::LeakyRelu) p0 = 0.02;
         if (op == UnaryOp::Softplus) { p0 = 1.5; p1 = 3.0; }
@@ -610,8 +619,10 @@ TEST_CASE("cuda: unary kernels agree with the CPU", "[cuda]") {
         // exp) that each backend rounds its own way (FMA contraction on the GPU): that moves the
         // result by about |x f'(x)| times the dtype's epsilon. Every other op reads x directly and
         // keeps the plain tolerance.
+        // The same holds for the element-wise math near a function's zeros (sin near pi, log2 near 1, ...)
+        // and for the rounding functions' steps.
         Tensor scale;
-        if (op == UnaryOp::Gelu || op == UnaryOp::GeluTanh)
+        if (op == UnaryOp::Gelu || op == UnaryOp::GeluTanh || op >= UnaryOp::Sin)
           scale = relative_sensitivity(
               [&](const Tensor& v) {
                 Tensor o = empty(v.shape(), DType::F64);

@@ -167,6 +167,14 @@ struct UnCase {
   double lo = -4, hi = 4;
 };
 
+// The inverse of std::erf by bisection (60 halvings of [-6, 6]): a reference that shares nothing
+// with the kernels' Halley iteration.
+double erfinv_by_bisection(double y) {
+  double lo = -6, hi = 6;
+  for (int i = 0; i < 60; ++i) (std::erf(0.5 * (lo + hi)) < y ? lo : hi) = 0.5 * (lo + hi);
+  return 0.5 * (lo + hi);
+}
+
 const std::vector<UnCase>& unary_cases() {
   static const std::vector<UnCase> cases = {
       {"neg", [](const Tensor& x) { return neg(x); }, [](double v) { return -v; }},
@@ -194,6 +202,34 @@ const std::vector<UnCase>& unary_cases() {
       {"div scalar", [](const Tensor& x) { return div(x, 4.0); }, [](double v) { return v / 4; }},
       {"pow scalar", [](const Tensor& x) { return pow(x, 3.0); }, [](double v) { return v * v * v; }},
       {"pow scalar fractional", [](const Tensor& x) { return pow(x, 1.5); }, [](double v) { return std::pow(v, 1.5); }, 0, 4},
+      {"sin", [](const Tensor& x) { return sin(x); }, [](double v) { return std::sin(v); }, -6, 6},
+      {"cos", [](const Tensor& x) { return cos(x); }, [](double v) { return std::cos(v); }, -1.5, 1.5},
+      {"tan", [](const Tensor& x) { return tan(x); }, [](double v) { return std::tan(v); }, -1.2, 1.2},
+      {"asin", [](const Tensor& x) { return asin(x); }, [](double v) { return std::asin(v); }, -1, 1},
+      {"acos", [](const Tensor& x) { return acos(x); }, [](double v) { return std::acos(v); }, -1, 0.9},
+      {"atan", [](const Tensor& x) { return atan(x); }, [](double v) { return std::atan(v); }, -10, 10},
+      {"sinh", [](const Tensor& x) { return sinh(x); }, [](double v) { return std::sinh(v); }, -5, 5},
+      {"cosh", [](const Tensor& x) { return cosh(x); }, [](double v) { return std::cosh(v); }, -5, 5},
+      {"asinh", [](const Tensor& x) { return asinh(x); }, [](double v) { return std::asinh(v); }, -10, 10},
+      {"acosh", [](const Tensor& x) { return acosh(x); }, [](double v) { return std::acosh(v); }, 1.1, 10},
+      {"atanh", [](const Tensor& x) { return atanh(x); }, [](double v) { return std::atanh(v); }, -0.99, 0.99},
+      {"log1p", [](const Tensor& x) { return log1p(x); }, [](double v) { return std::log1p(v); }, -0.9, 5},
+      {"expm1", [](const Tensor& x) { return expm1(x); }, [](double v) { return std::expm1(v); }, -5, 5},
+      {"log2", [](const Tensor& x) { return log2(x); }, [](double v) { return std::log2(v); }, 0.01, 5},
+      {"log10", [](const Tensor& x) { return log10(x); }, [](double v) { return std::log10(v); }, 0.01, 5},
+      {"exp2", [](const Tensor& x) { return exp2(x); }, [](double v) { return std::exp2(v); }, -10, 10},
+      {"erf", [](const Tensor& x) { return erf(x); }, [](double v) { return std::erf(v); }, -3, 3},
+      {"erfc", [](const Tensor& x) { return erfc(x); }, [](double v) { return std::erfc(v); }, -1, 3},
+      {"erfinv", [](const Tensor& x) { return erfinv(x); }, erfinv_by_bisection, -0.99, 0.99},
+      {"reciprocal", [](const Tensor& x) { return reciprocal(x); }, [](double v) { return 1 / v; }, 0.1, 5},
+      {"floor", [](const Tensor& x) { return floor(x); }, [](double v) { return std::floor(v); }, -5, 5},
+      {"ceil", [](const Tensor& x) { return ceil(x); }, [](double v) { return std::ceil(v); }, -5, 5},
+      {"round", [](const Tensor& x) { return round(x); }, [](double v) { return std::nearbyint(v); }, -5, 5},
+      {"trunc", [](const Tensor& x) { return trunc(x); }, [](double v) { return std::trunc(v); }, -5, 5},
+      {"hardswish", [](const Tensor& x) { return hardswish(x); }, [](double v) { return v * std::clamp(v + 3, 0.0, 6.0) / 6; }, -5, 5},
+      {"hardsigmoid", [](const Tensor& x) { return hardsigmoid(x); }, [](double v) { return std::clamp(v + 3, 0.0, 6.0) / 6; }, -5, 5},
+      {"mish", [](const Tensor& x) { return mish(x); }, [](double v) { return v * std::tanh(std::log1p(std::exp(v))); }, -8, 8},
+      {"logsigmoid", [](const Tensor& x) { return logsigmoid(x); }, [](double v) { return -std::log1p(std::exp(-v)); }, -20, 20},
   };
   return cases;
 }

@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "ops/cpu/array_blocks.h"
+#include "ops/cpu/erfinv.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/scalar.h"
 #include "ops/kernels.h"
@@ -400,6 +401,34 @@ void unary_typed(UnaryOp op, const Tensor& out, const Tensor& x, double p0, doub
     case UnaryOp::Clamp:
       // NaN propagates, as in PyTorch.
       return run([a, b](C v) -> C { return v != v ? v : (v < a ? a : (v > b ? b : v)); });
+    case UnaryOp::Sin: return run([](C v) -> C { return std::sin(v); });
+    case UnaryOp::Cos: return run([](C v) -> C { return std::cos(v); });
+    case UnaryOp::Tan: return run([](C v) -> C { return std::tan(v); });
+    case UnaryOp::Asin: return run([](C v) -> C { return std::asin(v); });
+    case UnaryOp::Acos: return run([](C v) -> C { return std::acos(v); });
+    case UnaryOp::Atan: return run([](C v) -> C { return std::atan(v); });
+    case UnaryOp::Sinh: return run([](C v) -> C { return std::sinh(v); });
+    case UnaryOp::Cosh: return run([](C v) -> C { return std::cosh(v); });
+    case UnaryOp::Asinh: return run([](C v) -> C { return std::asinh(v); });
+    case UnaryOp::Acosh: return run([](C v) -> C { return std::acosh(v); });
+    case UnaryOp::Atanh: return run([](C v) -> C { return std::atanh(v); });
+    case UnaryOp::Log1p: return run([](C v) -> C { return std::log1p(v); });
+    case UnaryOp::Expm1: return run([](C v) -> C { return std::expm1(v); });
+    case UnaryOp::Log2: return run([](C v) -> C { return std::log2(v); });
+    case UnaryOp::Log10: return run([](C v) -> C { return std::log10(v); });
+    case UnaryOp::Exp2: return run([](C v) -> C { return std::exp2(v); });
+    case UnaryOp::Erf: return run([](C v) -> C { return std::erf(v); });
+    case UnaryOp::Erfc: return run([](C v) -> C { return std::erfc(v); });
+    case UnaryOp::Erfinv: return run([](C v) -> C { return static_cast<C>(erfinv(static_cast<double>(v))); });
+    case UnaryOp::Floor: return run([](C v) -> C { return std::floor(v); });
+    case UnaryOp::Ceil: return run([](C v) -> C { return std::ceil(v); });
+    case UnaryOp::Round: return run([](C v) -> C { return std::nearbyint(v); });  // half to even
+    case UnaryOp::Trunc: return run([](C v) -> C { return std::trunc(v); });
+    // relu6(v + 3) with NaN propagating, as PyTorch's kernels (their min/max keep a NaN).
+    case UnaryOp::Hardswish: return run([](C v) -> C { return v != v ? v : v * std::min(std::max(v + C(3), C(0)), C(6)) / C(6); });
+    case UnaryOp::Hardsigmoid: return run([](C v) -> C { return v != v ? v : std::min(std::max(v + C(3), C(0)), C(6)) / C(6); });
+    case UnaryOp::Mish: return run([](C v) -> C { return v * std::tanh(std::log1p(std::exp(v))); });
+    case UnaryOp::LogSigmoid: return run([](C v) -> C { return std::min(v, C(0)) - std::log1p(std::exp(-std::abs(v))); });
   }
 }
 

@@ -233,6 +233,36 @@ __device__ __forceinline__ C unary_apply(UnaryOp op, C v, C p0, C p1) {
     case UnaryOp::Square: return v * v;
     case UnaryOp::Reciprocal: return C(1) / v;
     case UnaryOp::Clamp: return v != v ? v : (v < p0 ? p0 : (v > p1 ? p1 : v));  // NaN propagates
+    case UnaryOp::Sin: return sin(v);
+    case UnaryOp::Cos: return cos(v);
+    case UnaryOp::Tan: return tan(v);
+    case UnaryOp::Asin: return asin(v);
+    case UnaryOp::Acos: return acos(v);
+    case UnaryOp::Atan: return atan(v);
+    case UnaryOp::Sinh: return sinh(v);
+    case UnaryOp::Cosh: return cosh(v);
+    case UnaryOp::Asinh: return asinh(v);
+    case UnaryOp::Acosh: return acosh(v);
+    case UnaryOp::Atanh: return atanh(v);
+    case UnaryOp::Log1p: return log1p(v);
+    case UnaryOp::Expm1: return expm1(v);
+    case UnaryOp::Log2: return log2(v);
+    case UnaryOp::Log10: return log10(v);
+    case UnaryOp::Exp2: return exp2(v);
+    case UnaryOp::Erf: return erf(v);
+    case UnaryOp::Erfc: return erfc(v);
+    case UnaryOp::Erfinv:
+      if constexpr (std::is_same_v<C, float>) return erfinvf(v);
+      else return erfinv(v);
+    case UnaryOp::Floor: return floor(v);
+    case UnaryOp::Ceil: return ceil(v);
+    case UnaryOp::Round: return rint(v);  // half to even, as the CPU's nearbyint
+    case UnaryOp::Trunc: return trunc(v);
+    // As the CPU kernel: relu6(v + 3), NaN propagating.
+    case UnaryOp::Hardswish: return v != v ? v : v * fmin(fmax(v + C(3), C(0)), C(6)) / C(6);
+    case UnaryOp::Hardsigmoid: return v != v ? v : fmin(fmax(v + C(3), C(0)), C(6)) / C(6);
+    case UnaryOp::Mish: return v * tanh(log1p(exp(v)));
+    case UnaryOp::LogSigmoid: return fmin(v, C(0)) - log1p(exp(-fabs(v)));
   }
   return v;
 }
