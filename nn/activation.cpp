@@ -7,11 +7,6 @@
 
 namespace minidl::nn {
 
-Tensor ReLU::forward(const Tensor& input) {
-  auto scope = forward_scope();
-  return relu(input);
-}
-
 Tensor LeakyReLU::forward(const Tensor& input) {
   auto scope = forward_scope();
   return leaky_relu(input, options.negative_slope_);
@@ -27,11 +22,6 @@ Tensor GELU::forward(const Tensor& input) {
   return gelu(input, options.approximate_ == "tanh");
 }
 std::string GELU::describe() const { return "GELU(approximate='" + options.approximate_ + "')"; }
-
-Tensor SiLU::forward(const Tensor& input) {
-  auto scope = forward_scope();
-  return silu(input);
-}
 
 Tensor ELU::forward(const Tensor& input) {
   auto scope = forward_scope();
@@ -56,11 +46,6 @@ Tensor Hardtanh::forward(const Tensor& input) {
 }
 std::string Hardtanh::describe() const { return detail::concat("Hardtanh(min_val=", min_val, ", max_val=", max_val, ")"); }
 
-Tensor ReLU6::forward(const Tensor& input) {
-  auto scope = forward_scope();
-  return relu6(input);
-}
-
 PReLU::PReLU(int64_t num_parameters, double init_value) : num_parameters(num_parameters), init_value(init_value) {
   MINIDL_CHECK(num_parameters > 0, "PReLU", "num_parameters must be positive, got ", num_parameters);
   weight = register_parameter("weight", empty({num_parameters}));
@@ -72,16 +57,6 @@ Tensor PReLU::forward(const Tensor& input) {
   return prelu(input, weight);
 }
 std::string PReLU::describe() const { return detail::concat("PReLU(num_parameters=", num_parameters, ")"); }
-
-Tensor Sigmoid::forward(const Tensor& input) {
-  auto scope = forward_scope();
-  return sigmoid(input);
-}
-
-Tensor Tanh::forward(const Tensor& input) {
-  auto scope = forward_scope();
-  return tanh(input);
-}
 
 Tensor Softmax::forward(const Tensor& input) {
   auto scope = forward_scope();

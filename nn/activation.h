@@ -1,19 +1,47 @@
-// Activation layers: ReLU, LeakyReLU, GELU, SiLU, ELU, Softplus, Hardtanh, ReLU6, PReLU, Sigmoid, Tanh, Softmax, LogSoftmax. Each is a Layer
-// whose forward applies the op of the same name from ops/ops.h.
+// Activation layers: ReLU, LeakyReLU, GELU, SiLU, ELU, Softplus, Hardtanh, ReLU6, PReLU, Sigmoid,
+// Tanh, Softmax, LogSoftmax, and the option-free Hardswish, Hardsigmoid, Mish, SELU, LogSigmoid,
+// Softsign and Tanhshrink (the rest of torch.nn's with options: nn/activation_more.h). Each is a
+// Layer whose forward applies the op of the same name from ops/ops.h.
 #pragma once
 #include <string>
 
 #include "nn/module.h"
+#include "ops/ops.h"
 
 namespace minidl::nn {
 
-class ReLU : public Layer {
+// A layer without parameters or options whose forward is one op: nn::ReLU is
+// ElementwiseLayer<"ReLU", relu>. Its type_name() is Name and it prints as "Name()", as torch's.
+template <const char* Name, Tensor (*Op)(const Tensor&)>
+class ElementwiseLayer : public Layer {
  public:
-  Tensor forward(const Tensor& input) override;
-  std::string type_name() const override { return "ReLU"; }
-  ModulePtr clone_structure() const override { return std::make_shared<ReLU>(); }
-  std::string describe() const override { return "ReLU()"; }
+  Tensor forward(const Tensor& input) override {
+    auto scope = forward_scope();
+    return Op(input);
+  }
+  std::string type_name() const override { return Name; }
+  ModulePtr clone_structure() const override { return std::make_shared<ElementwiseLayer>(); }
+  std::string describe() const override { return std::string(Name) + "()"; }
 };
+
+namespace layer_names {
+inline constexpr char kReLU[] = "ReLU", kSiLU[] = "SiLU", kReLU6[] = "ReLU6", kSigmoid[] = "Sigmoid", kTanh[] = "Tanh",
+                      kHardswish[] = "Hardswish", kHardsigmoid[] = "Hardsigmoid", kMish[] = "Mish", kSELU[] = "SELU",
+                      kLogSigmoid[] = "LogSigmoid", kSoftsign[] = "Softsign", kTanhshrink[] = "Tanhshrink";
+}  // namespace layer_names
+
+using ReLU = ElementwiseLayer<layer_names::kReLU, &minidl::relu>;
+using SiLU = ElementwiseLayer<layer_names::kSiLU, &minidl::silu>;
+using ReLU6 = ElementwiseLayer<layer_names::kReLU6, &minidl::relu6>;
+using Sigmoid = ElementwiseLayer<layer_names::kSigmoid, &minidl::sigmoid>;
+using Tanh = ElementwiseLayer<layer_names::kTanh, &minidl::tanh>;
+using Hardswish = ElementwiseLayer<layer_names::kHardswish, &minidl::hardswish>;
+using Hardsigmoid = ElementwiseLayer<layer_names::kHardsigmoid, &minidl::hardsigmoid>;
+using Mish = ElementwiseLayer<layer_names::kMish, &minidl::mish>;
+using SELU = ElementwiseLayer<layer_names::kSELU, &minidl::selu>;
+using LogSigmoid = ElementwiseLayer<layer_names::kLogSigmoid, &minidl::logsigmoid>;
+using Softsign = ElementwiseLayer<layer_names::kSoftsign, &minidl::softsign>;
+using Tanhshrink = ElementwiseLayer<layer_names::kTanhshrink, &minidl::tanhshrink>;
 
 struct LeakyReLUOptions {
   double negative_slope_ = 0.01;  // slope for x < 0
@@ -45,14 +73,6 @@ class GELU : public Layer {
   ModulePtr clone_structure() const override { return std::make_shared<GELU>(options); }
   std::string describe() const override;  // "GELU(approximate='none')"
   GELUOptions options;
-};
-
-class SiLU : public Layer {
- public:
-  Tensor forward(const Tensor& input) override;
-  std::string type_name() const override { return "SiLU"; }
-  ModulePtr clone_structure() const override { return std::make_shared<SiLU>(); }
-  std::string describe() const override { return "SiLU()"; }
 };
 
 struct ELUOptions {
@@ -100,14 +120,6 @@ class Hardtanh : public Layer {
   double min_val, max_val;
 };
 
-class ReLU6 : public Layer {
- public:
-  Tensor forward(const Tensor& input) override;
-  std::string type_name() const override { return "ReLU6"; }
-  ModulePtr clone_structure() const override { return std::make_shared<ReLU6>(); }
-  std::string describe() const override { return "ReLU6()"; }
-};
-
 // PReLU(num_parameters, init): a learned slope for x <= 0, one for all channels or one per channel
 // (dim 1 of the input), parameter "weight" filled with init, as torch.nn.PReLU.
 class PReLU : public Layer {
@@ -121,22 +133,6 @@ class PReLU : public Layer {
   int64_t num_parameters;
   double init_value;  // PyTorch's `init`
   Tensor weight;  // [num_parameters]
-};
-
-class Sigmoid : public Layer {
- public:
-  Tensor forward(const Tensor& input) override;
-  std::string type_name() const override { return "Sigmoid"; }
-  ModulePtr clone_structure() const override { return std::make_shared<Sigmoid>(); }
-  std::string describe() const override { return "Sigmoid()"; }
-};
-
-class Tanh : public Layer {
- public:
-  Tensor forward(const Tensor& input) override;
-  std::string type_name() const override { return "Tanh"; }
-  ModulePtr clone_structure() const override { return std::make_shared<Tanh>(); }
-  std::string describe() const override { return "Tanh()"; }
 };
 
 class Softmax : public Layer {

@@ -26,6 +26,18 @@ inline Tensor hardtanh(const Tensor& x, double min_val = -1.0, double max_val = 
 }
 inline Tensor relu6(const Tensor& x) { return minidl::relu6(x); }
 inline Tensor prelu(const Tensor& x, const Tensor& weight) { return minidl::prelu(x, weight); }
+inline Tensor hardswish(const Tensor& x) { return minidl::hardswish(x); }
+inline Tensor hardsigmoid(const Tensor& x) { return minidl::hardsigmoid(x); }
+inline Tensor mish(const Tensor& x) { return minidl::mish(x); }
+inline Tensor logsigmoid(const Tensor& x) { return minidl::logsigmoid(x); }
+inline Tensor selu(const Tensor& x) { return minidl::selu(x); }
+inline Tensor celu(const Tensor& x, double alpha = 1.0) { return minidl::celu(x, alpha); }
+inline Tensor softsign(const Tensor& x) { return minidl::softsign(x); }
+inline Tensor tanhshrink(const Tensor& x) { return minidl::tanhshrink(x); }
+inline Tensor softshrink(const Tensor& x, double lambd = 0.5) { return minidl::softshrink(x, lambd); }
+inline Tensor hardshrink(const Tensor& x, double lambd = 0.5) { return minidl::hardshrink(x, lambd); }
+inline Tensor threshold(const Tensor& x, double threshold, double value) { return minidl::threshold(x, threshold, value); }
+inline Tensor glu(const Tensor& x, int64_t dim = -1) { return minidl::glu(x, dim); }
 inline Tensor softmax(const Tensor& x, int64_t dim) { return minidl::softmax(x, dim); }
 inline Tensor log_softmax(const Tensor& x, int64_t dim) { return minidl::log_softmax(x, dim); }
 

@@ -2,6 +2,7 @@
 // initialisers, gradient clipping and module save/load.
 #pragma once
 #include "nn/activation.h"
+#include "nn/activation_more.h"
 #include "nn/any_module.h"
 #include "nn/clip_grad.h"
 #include "nn/container.h"

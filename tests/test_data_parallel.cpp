@@ -314,6 +314,12 @@ TEST_CASE("DataParallel replication: every built-in layer's clone_structure() ke
   all->push_back(std::make_shared<GELU>(GELUOptions().approximate("tanh")));
   all->push_back(std::make_shared<Sigmoid>());
   all->push_back(std::make_shared<Tanh>());
+  all->push_back(std::make_shared<Mish>());
+  all->push_back(std::make_shared<CELU>(0.7));
+  all->push_back(std::make_shared<Softshrink>(0.25));
+  all->push_back(std::make_shared<Hardshrink>(0.75));
+  all->push_back(std::make_shared<Threshold>(0.1, 20.0));
+  all->push_back(std::make_shared<GLU>(1));
   all->push_back(std::make_shared<Softmax>(0));
   all->push_back(std::make_shared<LogSoftmax>(1));
   all->push_back(std::make_shared<MaxPool2d>(3, 2, 1));

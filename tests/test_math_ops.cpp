@@ -371,3 +371,66 @@ TEST_CASE("autocast: PyTorch's CUDA FP32 rows, none on the CPU", "[math][amp]") 
     CHECK(fn(xb).dtype() == DType::BF16);
   }
 }
+
+TEST_CASE("the activation layers apply their op, print as torch's and clone with their options", "[math][nn]") {
+  const Tensor x = cast(from_vector<double>({-4, -2.5, -0.4, 0, 0.3, 0.6, 2, 3.5}, {2, 4}), DType::F32);
+  const std::vector<std::tuple<nn::ModulePtr, std::string, Tensor>> layers = {
+      {std::make_shared<nn::Hardswish>(), "Hardswish()", hardswish(x)},
+      {std::make_shared<nn::Hardsigmoid>(), "Hardsigmoid()", hardsigmoid(x)},
+      {std::make_shared<nn::Mish>(), "Mish()", mish(x)},
+      {std::make_shared<nn::SELU>(), "SELU()", selu(x)},
+      {std::make_shared<nn::LogSigmoid>(), "LogSigmoid()", logsigmoid(x)},
+      {std::make_shared<nn::Softsign>(), "Softsign()", softsign(x)},
+      {std::make_shared<nn::Tanhshrink>(), "Tanhshrink()", tanhshrink(x)},
+      {std::make_shared<nn::ReLU>(), "ReLU()", relu(x)},
+      {std::make_shared<nn::Tanh>(), "Tanh()", tanh(x)},
+      {std::make_shared<nn::CELU>(0.7), "CELU(alpha=0.7)", celu(x, 0.7)},
+      {std::make_shared<nn::Softshrink>(), "Softshrink(0.5)", softshrink(x, 0.5)},
+      {std::make_shared<nn::Hardshrink>(0.25), "Hardshrink(0.25)", hardshrink(x, 0.25)},
+      {std::make_shared<nn::Threshold>(0.1, 20.0), "Threshold(threshold=0.1, value=20)", threshold(x, 0.1, 20.0)},
+      {std::make_shared<nn::GLU>(), "GLU(dim=-1)", glu(x)},
+      {std::make_shared<nn::GLU>(0), "GLU(dim=0)", glu(x, 0)},
+  };
+  for (const auto& [layer, text, want] : layers) {
+    INFO(text);
+    auto* l = dynamic_cast<nn::Layer*>(layer.get());
+    REQUIRE(l != nullptr);
+    CHECK(layer->describe() == text);
+    CHECK(layer->parameters().empty());
+    CHECK(l->forward(x).to_vector<double>() == want.to_vector<double>());
+    nn::ModulePtr copy = layer->clone_structure();
+    CHECK(copy->describe() == text);
+    CHECK(copy->type_name() == layer->type_name());
+  }
+  CHECK(nn::Mish().type_name() == "Mish");
+  CHECK(nn::functional::mish(x).to_vector<double>() == mish(x).to_vector<double>());
+  CHECK(nn::functional::glu(x, 0).to_vector<double>() == glu(x, 0).to_vector<double>());
+  // Bad options fail when the layer is built, as torch.nn's.
+  CHECK_THROWS_WITH(nn::CELU(0.0), Catch::Contains("CELU") && Catch::Contains("alpha cannot be 0"));
+  CHECK_THROWS_WITH(nn::Softshrink(-0.5), Catch::Contains("Softshrink") && Catch::Contains("lambda must be greater or equal to 0"));
+}
+
+TEST_CASE("a small CNN with the new activations trains: the loss falls under bf16 autocast", "[math][nn][training]") {
+  manual_seed(3);
+  nn::Sequential net(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(1, 4, 3).padding(1)), std::make_shared<nn::Hardswish>(),
+                     std::make_shared<nn::Conv2d>(nn::Conv2dOptions(4, 8, 3).padding(1)), std::make_shared<nn::GLU>(1),
+                     std::make_shared<nn::Mish>(), std::make_shared<nn::Flatten>(), std::make_shared<nn::Linear>(4 * 6 * 6, 3));
+  Tensor images = randn({12, 1, 6, 6});
+  Tensor labels = randint(0, 3, {12});
+  optim::SGD opt(net.parameters(), optim::SGDOptions(0.05).momentum(0.9));
+  double first = 0, last = 0;
+  for (int step = 0; step < 30; ++step) {
+    opt.zero_grad();
+    Tensor loss;
+    {
+      amp::autocast region(DeviceType::CPU, DType::BF16);
+      loss = nn::functional::cross_entropy(net.forward(images), labels);
+    }
+    loss.backward();
+    opt.step();
+    (step == 0 ? first : last) = loss.item();
+  }
+  INFO("first loss " << first << ", last " << last);
+  CHECK(std::isfinite(last));
+  CHECK(last < 0.5 * first);
+}
