@@ -74,4 +74,5 @@ std::vector<const amp::OpPolicy*> pad_policies();
 std::vector<const amp::OpPolicy*> scan_policies();
 std::vector<const amp::OpPolicy*> index_policies();
 std::vector<const amp::OpPolicy*> math_policies();
+std::vector<const amp::OpPolicy*> diagonal_policies();
 }  // namespace minidl::ops_detail

@@ -1,6 +1,6 @@
-// Element-wise arithmetic with broadcasting and type promotion: add, sub, mul, div, pow, maximum,
-// minimum, remainder, fmod and their scalar forms. Autocast policy: None (runs in the promoted input
-// dtype; pow is f32 on CUDA). Backward formulas are written in these same ops, so they are
+// Element-wise arithmetic with broadcasting and type promotion: add, sub, mul, div (true, floor and
+// trunc), pow, maximum, minimum, remainder, fmod, atan2 and their scalar forms. Autocast policy: None
+// (runs in the promoted input dtype; pow is f32 on CUDA, atan2 promotes there). Backward formulas are written in these same ops, so they are
 // differentiable again.
 #include <cmath>
 
@@ -21,9 +21,11 @@ const amp::OpPolicy kPow{"pow", P::None, P::FP32};
 // CUDA's autocast_mode.cpp): they run in the promoted input dtype. Rows so that they can be overridden.
 const amp::OpPolicy kRemainder{"remainder", P::None, P::None};
 const amp::OpPolicy kFmod{"fmod", P::None, P::None};
+// atan2: on CUDA's promote list (the widest input dtype), on no CPU list.
+const amp::OpPolicy kAtan2{"atan2", P::None, P::Promote};
 }  // namespace
 
-std::vector<const amp::OpPolicy*> ops_detail::binary_policies() { return {&kPow, &kRemainder, &kFmod}; }
+std::vector<const amp::OpPolicy*> ops_detail::binary_policies() { return {&kPow, &kRemainder, &kFmod, &kAtan2}; }
 
 namespace {
 using kernels::BinaryOp;
@@ -41,13 +43,16 @@ const char* op_name(BinaryOp op) {
     case BinaryOp::Fmod: return "fmod";
     case BinaryOp::DivFloor:
     case BinaryOp::DivTrunc: return "div";
+    case BinaryOp::Atan2: return "atan2";
     default: return "binary";
   }
 }
 
 bool is_modulo(BinaryOp op) { return op == BinaryOp::Remainder || op == BinaryOp::Fmod; }
+// The integer ops that refuse a zero divisor.
+bool divides_integers(BinaryOp op) { return is_modulo(op) || op == BinaryOp::DivFloor || op == BinaryOp::DivTrunc; }
 
-// An integer remainder or fmod by zero is an error, as PyTorch's ZeroDivisionError (its CPU
+// An integer remainder, fmod or rounded division by zero is an error, as PyTorch's ZeroDivisionError (its CPU
 // kernels check every element); one check of the (promoted) divisor, on any device, before the
 // kernel runs. Only a non-empty result reads the divisor (every element of it, when broadcast).
 void check_integer_divisor(const char* name, const Tensor& b, const Shape& out_shape) {
@@ -83,8 +88,8 @@ Prepared prepare(BinaryOp op, const Tensor& a_in, const Tensor& b_in, double alp
   check_defined(b_in, name, "other");
   check_same_device(name, a_in, b_in);
   DType t = result_type(a_in, b_in);
-  // True division, as torch.div; pow of integers stays integer, as torch.pow.
-  if (op == BinaryOp::Div && !is_floating(t)) t = DType::F32;
+  // True division and atan2 give floats, as torch's; pow of integers stays integer, as torch.pow.
+  if ((op == BinaryOp::Div || op == BinaryOp::Atan2) && !is_floating(t)) t = DType::F32;
   MINIDL_CHECK(!(op == BinaryOp::Sub && (a_in.dtype() == DType::Bool || b_in.dtype() == DType::Bool)), name,
                "subtraction with a bool tensor is not supported (got ", a_in.meta_str(), " and ", b_in.meta_str(),
                "); to invert a mask use eq(mask, 0)");
@@ -96,7 +101,7 @@ Prepared prepare(BinaryOp op, const Tensor& a_in, const Tensor& b_in, double alp
   const Shape shape = broadcast_shapes(a_in.shape(), b_in.shape(), name);
   auto kernel = K().binary.get(a_in.device(), t, name);
   Prepared p{cast(a_in, t), cast(b_in, t), Tensor()};
-  if (is_modulo(op) && !is_floating(t)) check_integer_divisor(name, p.b, shape);
+  if (divides_integers(op) && !is_floating(t)) check_integer_divisor(name, p.b, shape);
   p.out = new_empty_like(shape, t, p.a.device(), {&p.a, &p.b});
   kernel(op, p.out, p.a, p.b, 0.0, alpha);
   return p;
@@ -109,7 +114,7 @@ Tensor run_scalar(BinaryOp op, const Tensor& a_in, double s, double alpha = 1.0,
   if (op == BinaryOp::Div && !is_floating(t)) t = DType::F32;
   MINIDL_CHECK(!(op == BinaryOp::Pow && !is_floating(t) && s < 0), name,
                "integers to negative integer powers are not allowed (", a_in.meta_str(), " ** ", s, ")");
-  if (is_modulo(op)) s = modulo_scalar_divisor(name, t, s);
+  if (divides_integers(op)) s = modulo_scalar_divisor(name, t, s);
   auto kernel = K().binary.get(a_in.device(), t, name);
   Tensor a = cast(a_in, t);
   Tensor out = new_empty_like(a.shape(), t, a.device(), {&a});
@@ -293,6 +298,50 @@ Tensor div(const Tensor& a, double b) {
   Tensor out = run_scalar(BinaryOp::Div, a, b);
   autograd::record("DivBackward", {a}, {out}, {}, [b](const TensorList& g, const TensorList&) { return TensorList{div(g[0], b)}; });
   return out;
+}
+
+namespace {
+BinaryOp rounding_op(const std::string& rounding_mode) {
+  MINIDL_CHECK(rounding_mode == "floor" || rounding_mode == "trunc", "div",
+               "expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", rounding_mode, "'");
+  return rounding_mode == "floor" ? BinaryOp::DivFloor : BinaryOp::DivTrunc;
+}
+// The rounded quotient is piecewise constant: zero gradient for both inputs, as PyTorch's.
+TensorList zero_gradients(const TensorList& g, const Shape& sa, const Shape& sb) {
+  Tensor z = zeros_like(g[0]);
+  return TensorList{sum_to(z, sa), sum_to(z, sb)};
+}
+}  // namespace
+
+Tensor div(const Tensor& a, const Tensor& b, const std::string& rounding_mode) {
+  Prepared p = prepare(rounding_op(rounding_mode), a, b, 1.0);
+  if (p.out.is_floating_point())
+    autograd::record("DivBackward", {p.a, p.b}, {p.out}, {}, [sa = p.a.shape(), sb = p.b.shape()](const TensorList& g, const TensorList&) {
+      return zero_gradients(g, sa, sb);
+    });
+  return p.out;
+}
+
+Tensor div(const Tensor& a, double b, const std::string& rounding_mode) {
+  Tensor out = run_scalar(rounding_op(rounding_mode), a, b);
+  if (out.is_floating_point())
+    autograd::record("DivBackward", {a}, {out}, {}, [](const TensorList& g, const TensorList&) { return TensorList{zeros_like(g[0])}; });
+  return out;
+}
+
+Tensor floor_divide(const Tensor& a, const Tensor& b) { return div(a, b, "floor"); }
+Tensor floor_divide(const Tensor& a, double b) { return div(a, b, "floor"); }
+
+Tensor atan2(const Tensor& a_arg, const Tensor& b_arg) {
+  amp::AutocastInputs in(kAtan2, {a_arg, b_arg});
+  Prepared p = prepare(BinaryOp::Atan2, in[0], in[1], 1.0);
+  // d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2), as PyTorch's atan2_backward.
+  autograd::record("Atan2Backward", {p.a, p.b}, {p.out}, {p.a, p.b},
+                   [sa = p.a.shape(), sb = p.b.shape()](const TensorList& g, const TensorList& s) {
+                     const Tensor scale = div(g[0], add(mul(s[0], s[0]), mul(s[1], s[1])));
+                     return TensorList{sum_to(mul(scale, s[1]), sa), sum_to(neg(mul(scale, s[0])), sb)};
+                   });
+  return p.out;
 }
 
 Tensor pow(const Tensor& a_arg, double e) {

@@ -1,4 +1,5 @@
-// Comparisons (bool results, not differentiable), isnan/isinf/isfinite, where (differentiable in
+// Comparisons (bool results, not differentiable), isnan/isinf/isfinite, logical_and/or/xor/not,
+// where (differentiable in
 // both branches), tril/triu (where with a diagonal mask) and clamp.
 #include <cmath>
 #include <algorithm>
@@ -63,6 +64,22 @@ Tensor isfinite(const Tensor& x) {
   if (!x.is_floating_point()) return ones(x.shape(), TensorOptions(DType::Bool).device(x.device()));
   return eq(sub(x.detach(), x.detach()), 0.0);  // x - x is 0 for a finite x, NaN for inf and NaN
 }
+
+// Truth values as torch's: nonzero (NaN included) is true. Broadcasting; any two dtypes.
+namespace {
+Tensor truth(const Tensor& x, const char* op, const char* arg) {
+  check_defined(x, op, arg);
+  return x.dtype() == DType::Bool ? x.detach() : ne(x.detach(), 0.0);
+}
+}  // namespace
+Tensor logical_not(const Tensor& x) { return eq(truth(x, "logical_not", "self"), 0.0); }
+Tensor logical_and(const Tensor& a, const Tensor& b) {  // mul of two bool tensors is their and
+  return mul(truth(a, "logical_and", "self"), truth(b, "logical_and", "other"));
+}
+Tensor logical_or(const Tensor& a, const Tensor& b) {  // add of two bool tensors is their or
+  return add(truth(a, "logical_or", "self"), truth(b, "logical_or", "other"));
+}
+Tensor logical_xor(const Tensor& a, const Tensor& b) { return ne(truth(a, "logical_xor", "self"), truth(b, "logical_xor", "other")); }
 
 Tensor where(const Tensor& cond, const Tensor& a_in, const Tensor& b_in) {
   check_defined(cond, "where", "condition");

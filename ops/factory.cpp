@@ -82,3 +82,79 @@ MINIDL_FOR_EACH_ELEMENT_TYPE(MINIDL_INSTANTIATE)
 #undef MINIDL_INSTANTIATE
 
 }  // namespace minidl
+
+namespace minidl {
+
+Tensor eye(int64_t n, std::optional<int64_t> m_opt, TensorOptions opts) {
+  const int64_t m = m_opt.value_or(n);
+  MINIDL_CHECK(n >= 0, "eye", "n must be greater or equal to 0, got ", n);
+  MINIDL_CHECK(m >= 0, "eye", "m must be greater or equal to 0, got ", m);
+  const bool rg = opts.requires_grad_;
+  const Device device = opts.device_;
+  // 1 where the row index equals the column index; built on the CPU, moved once.
+  Tensor out = cast(eq(arange(n).unsqueeze(1), arange(m).unsqueeze(0)), opts.dtype_).to(device);
+  if (rg) out.requires_grad_(true);
+  return out;
+}
+
+Tensor linspace(double start, double end, int64_t steps, TensorOptions opts) {
+  MINIDL_CHECK(steps >= 0, "linspace", "number of steps must be non-negative");
+  MINIDL_CHECK(std::isfinite(start) && std::isfinite(end), "linspace", "start (", start, ") and end (", end, ") must be finite");
+  const DType dtype = opts.dtype_;
+  // Floating dtypes compute in their own precision (f16/bf16 in f32), integers in f64 and truncate,
+  // as PyTorch's kernel; each half counts from its own end (start + step i, end - step (steps - 1 - i)).
+  const bool single = dtype == DType::F32 || is_low_precision(dtype);
+  const DType compute = single ? DType::F32 : DType::F64;
+  auto rounded = [single](double v) { return single ? static_cast<double>(static_cast<float>(v)) : v; };
+  Tensor out;
+  if (steps <= 1) {
+    out = full({steps}, start, TensorOptions(compute));
+  } else {
+    const double step = rounded((rounded(end) - rounded(start)) / rounded(static_cast<double>(steps - 1)));
+    const Tensor i = arange(steps, compute);
+    const Tensor from_start = add(mul(i, step), rounded(start));
+    const Tensor from_end = rsub(mul(rsub(i, static_cast<double>(steps - 1)), step), rounded(end));
+    out = where(lt(i, static_cast<double>(steps / 2)), from_start, from_end);
+  }
+  out = cast(out, dtype).to(opts.device_);
+  if (opts.requires_grad_) out.requires_grad_(true);
+  return out;
+}
+
+Tensor logspace(double start, double end, int64_t steps, double base, TensorOptions opts) {
+  // base ** linspace(start, end), each power taken in the dtype's compute precision.
+  const DType dtype = opts.dtype_;
+  const DType compute = is_floating(dtype) && dtype != DType::F64 ? DType::F32 : DType::F64;
+  Tensor exponents = linspace(start, end, steps, TensorOptions(compute));
+  Tensor out = cast(pow(full_like(exponents, base), exponents), dtype).to(opts.device_);
+  if (opts.requires_grad_) out.requires_grad_(true);
+  return out;
+}
+
+std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors, const std::string& indexing) {
+  MINIDL_CHECK(indexing == "ij" || indexing == "xy", "meshgrid", "indexing must be one of \"xy\" or \"ij\", but received: ", indexing);
+  MINIDL_CHECK(!tensors.empty(), "meshgrid", "expects a non-empty TensorList");
+  Shape shape;
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    ops_detail::check_defined(tensors[k], "meshgrid", "tensors");
+    MINIDL_CHECK(tensors[k].dim() <= 1, "meshgrid", "Expected 0D or 1D tensor in the tensor list but got: ", tensors[k].meta_str());
+    MINIDL_CHECK(tensors[k].dtype() == tensors[0].dtype() && tensors[k].device() == tensors[0].device(), "meshgrid",
+                 "expects all tensors to have the same dtype and device (got ", tensors[0].meta_str(), " and ",
+                 tensors[k].meta_str(), ")");
+    shape.push_back(tensors[k].numel());
+  }
+  // "xy" swaps the first two dims (Cartesian indexing), as numpy.meshgrid.
+  const bool swap = indexing == "xy" && tensors.size() >= 2;
+  if (swap) std::swap(shape[0], shape[1]);
+  std::vector<Tensor> out;
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    size_t axis = k;
+    if (swap && k < 2) axis = 1 - k;
+    Shape view(tensors.size(), 1);
+    view[axis] = shape[axis];
+    out.push_back(tensors[k].reshape(view).expand(shape));
+  }
+  return out;
+}
+
+}  // namespace minidl

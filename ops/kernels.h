@@ -39,6 +39,7 @@ enum class BinaryOp : uint8_t {
   // Modulo (integer and floating): Remainder has b's sign (Python's %), Fmod a's (C's fmod); the
   // helpers below define them. DivFloor/DivTrunc (floating only): PyTorch's div(a, b, rounding_mode).
   Remainder, Fmod, DivFloor, DivTrunc,
+  Atan2,  // atan2(a, b), floating only
 };
 // Integer x^y by squaring, wrapping on overflow (unsigned arithmetic: no UB); a negative exponent
 // gives 1/x^|y| truncated: 0 unless |x| == 1 (PyTorch's integer pow). Both backends' Pow kernel.
@@ -70,6 +71,25 @@ MINIDL_HOST_DEVICE inline C integer_remainder(C x, C y) {
   if constexpr (std::is_signed_v<C>)
     if (r != C(0) && ((r < C(0)) != (y < C(0)))) r = static_cast<C>(r + y);  // opposite signs: no overflow
   return r;
+}
+// Integer division rounded toward negative infinity (div(a, b, rounding_mode='floor') of integers);
+// a zero divisor gives 0 and the most negative value over -1 wraps (the ops refuse a zero divisor).
+template <class C>
+MINIDL_HOST_DEVICE inline C integer_floor_divide(C x, C y) {
+  if (y == C(0)) return C(0);
+  if constexpr (std::is_signed_v<C>) {
+    if (y == C(-1)) return static_cast<C>(C(0) - static_cast<std::make_unsigned_t<C>>(x));  // wraps, no UB
+    const C q = static_cast<C>(x / y);
+    return (x % y != C(0) && ((x < C(0)) != (y < C(0)))) ? static_cast<C>(q - 1) : q;
+  }
+  return static_cast<C>(x / y);
+}
+template <class C>
+MINIDL_HOST_DEVICE inline C integer_trunc_divide(C x, C y) {
+  if (y == C(0)) return C(0);
+  if constexpr (std::is_signed_v<C>)
+    if (y == C(-1)) return static_cast<C>(C(0) - static_cast<std::make_unsigned_t<C>>(x));
+  return static_cast<C>(x / y);
 }
 // Floating remainder as PyTorch's: fmod moved to the divisor's side (an exact zero keeps the
 // dividend's sign, so remainder(-6, 3) is -0; NaN for a zero divisor or an infinite dividend).

@@ -23,6 +23,14 @@ Tensor add(const Tensor& a, double b);
 Tensor sub(const Tensor& a, double b);
 Tensor mul(const Tensor& a, double b);
 Tensor div(const Tensor& a, double b);
+// div with rounding_mode "floor" or "trunc" (torch.div's): integers stay integers (a zero divisor is
+// PyTorch's ZeroDivisionError), floats round the quotient; zero gradient. floor_divide is "floor".
+Tensor div(const Tensor& a, const Tensor& b, const std::string& rounding_mode);
+Tensor div(const Tensor& a, double b, const std::string& rounding_mode);
+Tensor floor_divide(const Tensor& a, const Tensor& b);
+Tensor floor_divide(const Tensor& a, double b);
+// atan2(a, b): the angle of (b, a) in (-pi, pi], integers give f32; autocast promotes on CUDA.
+Tensor atan2(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, double exponent);
 Tensor rsub(const Tensor& a, double b);  // b - a
 Tensor neg(const Tensor& a);
@@ -61,6 +69,11 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);  // differen
 Tensor isnan(const Tensor& x);
 Tensor isinf(const Tensor& x);
 Tensor isfinite(const Tensor& x);
+// Bool results of the operands' truth values (nonzero, NaN included, is true), with broadcasting.
+Tensor logical_not(const Tensor& x);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+Tensor logical_xor(const Tensor& a, const Tensor& b);
 // x with value where the bool mask (broadcast to x's shape) is true; keeps x's dtype.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 // tril/triu: x (at least 2-D; leading dims are a batch) with the elements above / below diagonal
@@ -251,6 +264,18 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
 // entries (leading extra ones add dims), as Tensor.repeat.
 Tensor flip(const Tensor& x, const std::vector<int64_t>& dims);
 Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats);
+// torch.roll: elements shifted along dims (wrapping around); no dims rolls the flattened tensor.
+Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims = {});
+
+// ---- diagonals and vector products (ops/diagonal.cpp), as torch's. diagonal puts the diagonal of
+// dims dim1 and dim2 (offset above (> 0) or below it) last; a new tensor, not a view. diag: a 1-D x
+// gives the matrix with x on diagonal `diagonal`, a 2-D x that diagonal. dot: 1-D, one dtype
+// (autocast promotes on CUDA).
+Tensor diagonal(const Tensor& x, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1);
+Tensor diag(const Tensor& x, int64_t diagonal = 0);
+Tensor trace(const Tensor& x);
+Tensor outer(const Tensor& a, const Tensor& b);
+Tensor dot(const Tensor& a, const Tensor& b);
 
 // ---- indexing (ops/index.cpp)
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
@@ -282,6 +307,16 @@ Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::n
 
 // ---- casts (ops/cast.cpp): differentiable between floating dtypes
 Tensor cast(const Tensor& x, DType dtype);
+
+// ---- more factories (ops/factory.cpp), as torch's
+Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, TensorOptions opts = {});  // f32 by default
+// steps values from start to end: each half counts from its own end, in the dtype's precision
+// (PyTorch's vectorized kernel computes a few middle elements from the other end, with fused
+// multiply-adds: a few ulp of the range's ends apart).
+Tensor linspace(double start, double end, int64_t steps, TensorOptions opts = {});
+Tensor logspace(double start, double end, int64_t steps, double base = 10.0, TensorOptions opts = {});
+// 0-D or 1-D tensors -> one expanded view each; "ij" (matrix, torch's default) or "xy" indexing.
+std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors, const std::string& indexing = "ij");
 
 // ---- random (ops/random.cpp) use the default generator unless one is given
 Tensor rand(const Shape& shape, TensorOptions opts = {}, Generator* gen = nullptr);   // U[0, 1)

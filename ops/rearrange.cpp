@@ -48,3 +48,28 @@ Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats) {
 }
 
 }  // namespace minidl
+
+namespace minidl {
+
+Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims) {
+  ops_detail::check_defined(x, "roll", "self");
+  MINIDL_CHECK(!shifts.empty(), "roll", "`shifts` required");
+  if (dims.empty()) {
+    // Rolls the flattened tensor, then restores the shape.
+    MINIDL_CHECK(shifts.size() == 1, "roll", "shifts and dimensions must align. shifts: ", shifts.size(), ", dims:0");
+    return roll(x.reshape({-1}), shifts, {0}).reshape(x.shape());
+  }
+  MINIDL_CHECK(shifts.size() == dims.size(), "roll", "shifts and dimensions must align. shifts: ", shifts.size(),
+               ", dims:", dims.size());
+  Tensor out = x;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    const int64_t d = wrap_dim(dims[k], x.dim(), "roll");
+    const int64_t n = out.size(d);
+    if (n == 0) continue;
+    const int64_t s = ((shifts[k] % n) + n) % n;  // elements move s places toward the end
+    if (s != 0) out = cat({out.narrow(d, n - s, s), out.narrow(d, 0, n - s)}, d);
+  }
+  return out.is_same(x) ? x.clone() : out;
+}
+
+}  // namespace minidl

@@ -199,8 +199,10 @@ TEST_CASE("the policy table matches torch's lists for every op minidl has", "[am
     CHECK(cpu(op) == P::Promote);
     CHECK(cuda(op) == P::None);  // CUDA's promote list has neither; cat promotes on its own
   }
-  CHECK(cpu("scatter_add") == P::None);
-  CHECK(cuda("scatter_add") == P::Promote);
+  for (const char* op : {"scatter_add", "atan2", "dot"}) {
+    CHECK(cpu(op) == P::None);
+    CHECK(cuda(op) == P::Promote);
+  }
   // In no list on either device.
   for (const char* op : {"sqrt", "tanh", "sigmoid", "relu", "gelu", "mean", "var", "max_pool2d", "avg_pool2d",
                          "adaptive_avg_pool2d", "adaptive_max_pool2d", "batch_norm", "dropout", "add", "div", "remainder", "fmod", "where",

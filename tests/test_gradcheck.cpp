@@ -133,6 +133,18 @@ const std::vector<GradCase> kCases = {
   {.name = "round", .shapes = {{2, 3}}, .fn = [](const TL& x) { return mul(round(x[0]), x[0]); }, .lo = 1.1, .hi = 1.4},
   {.name = "trunc", .shapes = {{2, 3}}, .fn = [](const TL& x) { return mul(trunc(x[0]), x[0]); }, .lo = -1.4, .hi = -1.1},
   {.name = "frac", .shapes = {{2, 3}}, .fn = [](const TL& x) { return sq(frac(x[0])); }, .lo = 1.1, .hi = 1.4},
+  {.name = "atan2", .shapes = {{2, 3}, {2, 3}}, .fn = [](const TL& x) { return atan2(x[0], x[1]); }, .lo = 0.3, .hi = 2.0},
+  {.name = "atan2 {3,1}x{1,2} negative", .shapes = {{3, 1}, {1, 2}}, .fn = [](const TL& x) { return atan2(x[0], neg(x[1])); },
+   .lo = 0.3, .hi = 2.0},
+  // ---- diagonals, roll, vector products (ops/diagonal.cpp, ops/rearrange.cpp)
+  {.name = "roll", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(roll(x[0], {1, -3}, {0, 1})); }},
+  {.name = "roll flat", .shapes = {{2, 3}}, .fn = [](const TL& x) { return mul(roll(x[0], {4}), x[0]); }},
+  {.name = "diagonal offset 1", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(diagonal(x[0], 1)); }},
+  {.name = "diagonal 3-D dims 2,0", .shapes = {{3, 2, 4}}, .fn = [](const TL& x) { return sq(diagonal(x[0], -1, 2, 0)); }},
+  {.name = "diag of a vector", .shapes = {{3}}, .fn = [](const TL& x) { return sq(diag(x[0], -1)); }},
+  {.name = "trace", .shapes = {{3, 3}}, .fn = [](const TL& x) { return sq(trace(x[0])); }},
+  {.name = "outer", .shapes = {{3}, {2}}, .fn = [](const TL& x) { return sq(outer(x[0], x[1])); }},
+  {.name = "dot", .shapes = {{4}, {4}}, .fn = [](const TL& x) { return sq(dot(x[0], x[1])); }},
   // ---- more activations (ops/activation_more.cpp), ranges clear of the kinks
   {.name = "hardswish", .shapes = {{3, 4}}, .fn = [](const TL& x) { return sq(hardswish(x[0])); }, .lo = -2.9, .hi = 2.9},
   {.name = "hardswish outside", .shapes = {{2, 3}, {2, 3}},

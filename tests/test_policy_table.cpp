@@ -70,6 +70,8 @@ const std::map<std::string, std::function<void()>>& op_calls() {
       {"log10", [] { log10(rand_t({3})); }},
       {"erfinv", [] { erfinv(rand_t({3})); }},
       {"reciprocal", [] { reciprocal(rand_t({3})); }},
+      {"atan2", [] { atan2(rand_t({3}), rand_t({3})); }},
+      {"dot", [] { dot(rand_t({3}), rand_t({3})); }},
       {"cumsum", [] { cumsum(rand_t({2, 3}), 1); }},
       {"cumprod", [] { cumprod(rand_t({2, 3}), 1); }},
       {"scatter_add", [] { scatter_add(rand_t({2, 3}), 0, from_vector<int64_t>({1, 0, 1}, {1, 3}), rand_t({1, 3})); }},

@@ -246,6 +246,7 @@ void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor&
         case BinaryOp::Fmod: return run([](C x, C y) -> C { return std::fmod(x, y); });
         case BinaryOp::DivFloor: return run([](C x, C y) -> C { return floating_floor_divide(x, y); });
         case BinaryOp::DivTrunc: return run([](C x, C y) -> C { return std::trunc(x / y); });
+        case BinaryOp::Atan2: return run([](C x, C y) -> C { return std::atan2(x, y); });
         default: break;
       }
     } else {
@@ -253,6 +254,8 @@ void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor&
         case BinaryOp::Pow: return run([](C x, C y) -> C { return integer_pow(x, y); });
         case BinaryOp::Remainder: return run([](C x, C y) -> C { return integer_remainder(x, y); });
         case BinaryOp::Fmod: return run([](C x, C y) -> C { return integer_fmod(x, y); });
+        case BinaryOp::DivFloor: return run([](C x, C y) -> C { return integer_floor_divide(x, y); });
+        case BinaryOp::DivTrunc: return run([](C x, C y) -> C { return integer_trunc_divide(x, y); });
         default: break;
       }
     }

@@ -62,6 +62,7 @@ __device__ __forceinline__ C binary_float(BinaryOp op, C x, C y, C al, C sc) {
     case BinaryOp::Fmod: return std::fmod(x, y);
     case BinaryOp::DivFloor: return floating_floor_divide(x, y);
     case BinaryOp::DivTrunc: return std::trunc(x / y);
+    case BinaryOp::Atan2: return atan2(x, y);
     default: return C(0);
   }
 }
@@ -85,6 +86,8 @@ __device__ __forceinline__ C binary_apply(BinaryOp op, C x, C y, C al, C sc) {
       case BinaryOp::Pow: return integer_pow(x, y);
       case BinaryOp::Remainder: return integer_remainder(x, y);
       case BinaryOp::Fmod: return integer_fmod(x, y);
+      case BinaryOp::DivFloor: return integer_floor_divide(x, y);
+      case BinaryOp::DivTrunc: return integer_trunc_divide(x, y);
       default: return C(0);
     }
   }
@@ -190,7 +193,8 @@ void binary_launch(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor
 bool is_compare(BinaryOp op) { return op >= BinaryOp::Eq && op <= BinaryOp::Ge; }
 // The ops with an integer form (the others are floating only).
 bool has_integer_form(BinaryOp op) {
-  return op <= BinaryOp::Min || op == BinaryOp::Remainder || op == BinaryOp::Fmod;
+  return op <= BinaryOp::Min || op == BinaryOp::Remainder || op == BinaryOp::Fmod || op == BinaryOp::DivFloor ||
+         op == BinaryOp::DivTrunc;
 }
 
 void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, double scalar, double alpha) {
