@@ -159,7 +159,8 @@ Tensor div(const Tensor& a, const Tensor& b) {
   autograd::record("DivBackward", {p.a, p.b}, {p.out}, {gb ? p.a : Tensor(), p.b},
                    [sa = p.a.shape(), sb = p.b.shape(), gb](const TensorList& g, const TensorList& s) {
                      Tensor ga = sum_to(div(g[0], s[1]), sa);
-                     Tensor gbv = gb ? sum_to(neg(div(mul(g[0], s[0]), mul(s[1], s[1]))), sb) : Tensor();
+                     // -g (a / b) / b, as PyTorch's: b * b would overflow for |b| above the dtype's sqrt(max).
+                     Tensor gbv = gb ? sum_to(neg(mul(g[0], div(div(s[0], s[1]), s[1]))), sb) : Tensor();
                      return TensorList{ga, gbv};
                    });
   return p.out;

@@ -71,15 +71,27 @@ Tensor truth(const Tensor& x, const char* op, const char* arg) {
   check_defined(x, op, arg);
   return x.dtype() == DType::Bool ? x.detach() : ne(x.detach(), 0.0);
 }
+// The truth values of a pair, after the op's own broadcast check (so an error names it).
+std::pair<Tensor, Tensor> truth_pair(const Tensor& a, const Tensor& b, const char* op) {
+  Tensor ta = truth(a, op, "self"), tb = truth(b, op, "other");
+  broadcast_shapes(ta.shape(), tb.shape(), op);
+  check_same_device(op, ta, tb);
+  return {ta, tb};
+}
 }  // namespace
 Tensor logical_not(const Tensor& x) { return eq(truth(x, "logical_not", "self"), 0.0); }
 Tensor logical_and(const Tensor& a, const Tensor& b) {  // mul of two bool tensors is their and
-  return mul(truth(a, "logical_and", "self"), truth(b, "logical_and", "other"));
+  auto [ta, tb] = truth_pair(a, b, "logical_and");
+  return mul(ta, tb);
 }
 Tensor logical_or(const Tensor& a, const Tensor& b) {  // add of two bool tensors is their or
-  return add(truth(a, "logical_or", "self"), truth(b, "logical_or", "other"));
+  auto [ta, tb] = truth_pair(a, b, "logical_or");
+  return add(ta, tb);
 }
-Tensor logical_xor(const Tensor& a, const Tensor& b) { return ne(truth(a, "logical_xor", "self"), truth(b, "logical_xor", "other")); }
+Tensor logical_xor(const Tensor& a, const Tensor& b) {
+  auto [ta, tb] = truth_pair(a, b, "logical_xor");
+  return ne(ta, tb);
+}
 
 Tensor where(const Tensor& cond, const Tensor& a_in, const Tensor& b_in) {
   check_defined(cond, "where", "condition");

@@ -57,6 +57,7 @@ Tensor diag(const Tensor& x, int64_t diagonal_offset) {
 Tensor trace(const Tensor& x) {
   check_defined(x, "trace", "self");
   MINIDL_CHECK(x.dim() == 2, "trace", "expected a matrix, but got tensor with dim ", x.dim());
+  MINIDL_CHECK(x.dtype() != DType::Bool, "trace", "not implemented for 'Bool'");
   return sum(diagonal(x, 0, 0, 1));
 }
 
@@ -78,7 +79,11 @@ Tensor dot(const Tensor& a_arg, const Tensor& b_arg) {
                " elements respectively");
   MINIDL_CHECK(a.dtype() == b.dtype(), "dot", "expected both vectors to have same dtype, but found ", dtype_name(a.dtype()),
                " and ", dtype_name(b.dtype()));
-  return sum(mul(a, b));  // sums accumulate in f32 for f16/bf16
+  MINIDL_CHECK(a.dtype() != DType::Bool, "dot", "not implemented for 'Bool'");
+  // Floating sums accumulate in f32 for f16/bf16; an integer dot keeps its dtype, wrapping as
+  // PyTorch's (the i64 sum of the wrapped products, cast back, is that sum modulo 2^bits).
+  const Tensor s = sum(mul(a, b));
+  return s.dtype() == a.dtype() ? s : cast(s, a.dtype());
 }
 
 }  // namespace minidl

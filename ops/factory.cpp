@@ -97,10 +97,23 @@ Tensor eye(int64_t n, std::optional<int64_t> m_opt, TensorOptions opts) {
   return out;
 }
 
-Tensor linspace(double start, double end, int64_t steps, TensorOptions opts) {
+namespace {
+// A range end as the dtype holds it: PyTorch converts the ends first (an integer dtype truncates
+// them) and refuses one the dtype cannot represent, or a bool dtype.
+double range_end(DType t, double v, const char* op) {
+  MINIDL_CHECK(t != DType::Bool, op, "not implemented for 'Bool'");
+  MINIDL_CHECK(std::isfinite(v), op, "the range's ends must be finite (got ", v, ")");
+  const DTypeTraits& tr = traits(t);
+  const double lowest = tr.is_floating ? -tr.max : (t == DType::U8 ? 0.0 : -tr.max - 1);
+  MINIDL_CHECK(v >= lowest && v <= tr.max, op, "value cannot be converted to type ", dtype_name(t), " without overflow (", v, ")");
+  return tr.is_floating ? v : std::trunc(v);
+}
+}  // namespace
+
+Tensor linspace(double start_in, double end_in, int64_t steps, TensorOptions opts) {
   MINIDL_CHECK(steps >= 0, "linspace", "number of steps must be non-negative");
-  MINIDL_CHECK(std::isfinite(start) && std::isfinite(end), "linspace", "start (", start, ") and end (", end, ") must be finite");
   const DType dtype = opts.dtype_;
+  const double start = range_end(dtype, start_in, "linspace"), end = range_end(dtype, end_in, "linspace");
   // Floating dtypes compute in their own precision (f16/bf16 in f32), integers in f64 and truncate,
   // as PyTorch's kernel; each half counts from its own end (start + step i, end - step (steps - 1 - i)).
   const bool single = dtype == DType::F32 || is_low_precision(dtype);
@@ -125,7 +138,7 @@ Tensor logspace(double start, double end, int64_t steps, double base, TensorOpti
   // base ** linspace(start, end), each power taken in the dtype's compute precision.
   const DType dtype = opts.dtype_;
   const DType compute = is_floating(dtype) && dtype != DType::F64 ? DType::F32 : DType::F64;
-  Tensor exponents = linspace(start, end, steps, TensorOptions(compute));
+  Tensor exponents = linspace(range_end(dtype, start, "logspace"), range_end(dtype, end, "logspace"), steps, TensorOptions(compute));
   Tensor out = cast(pow(full_like(exponents, base), exponents), dtype).to(opts.device_);
   if (opts.requires_grad_) out.requires_grad_(true);
   return out;

@@ -276,6 +276,9 @@ Tensor diag(const Tensor& x, int64_t diagonal = 0);
 Tensor trace(const Tensor& x);
 Tensor outer(const Tensor& a, const Tensor& b);
 Tensor dot(const Tensor& a, const Tensor& b);
+// torch.einsum (ops/einsum.cpp): einsum("bij,bjk->bik", {a, b}); ellipsis, diagonals, implicit
+// output, broadcasting; contracted left to right through bmm (so bmm's autocast row applies).
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
 
 // ---- indexing (ops/index.cpp)
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);

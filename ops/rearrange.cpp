@@ -61,6 +61,7 @@ Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vect
   }
   MINIDL_CHECK(shifts.size() == dims.size(), "roll", "shifts and dimensions must align. shifts: ", shifts.size(),
                ", dims:", dims.size());
+  MINIDL_CHECK(x.dim() > 0, "roll", "a 0-dim tensor has no dim ", dims[0], " to roll along (pass no dims to roll it)");
   Tensor out = x;
   for (size_t k = 0; k < dims.size(); ++k) {
     const int64_t d = wrap_dim(dims[k], x.dim(), "roll");

@@ -349,6 +349,17 @@ TEST_CASE("result dtypes as torch's: integers give f32, rounding keeps integers,
   }
 }
 
+TEST_CASE("softsign's gradient at huge inputs: no overflow in div's backward", "[math][activation]") {
+  // d/dx x / (1 + |x|) = 1 / (1 + |x|)^2: about 1e-60 at 1e30, 0 in f32 (PyTorch: 0); div's gradient
+  // for the divisor is -g (a / b) / b, so b * b never overflows to inf (NaN at 3.4e38 before).
+  Tensor x = cast(from_vector<double>({1e30, -3.4e38, 2.0}), DType::F32).requires_grad_();
+  sum(softsign(x)).backward();
+  const Vec g = x.grad().to_vector<double>();
+  CHECK(g[0] == 0.0);
+  CHECK(g[1] == 0.0);
+  CHECK(g[2] == Approx(1.0 / 9).epsilon(1e-6));
+}
+
 TEST_CASE("argument errors name the op and the problem, as torch's", "[math][activation]") {
   CHECK_THROWS_WITH(celu(ones({2}), 0.0), Catch::Contains("celu") && Catch::Contains("alpha cannot be 0 for CELU"));
   CHECK_THROWS_WITH(softshrink(ones({2}), -1.0), Catch::Contains("lambda must be greater or equal to 0, but found to be -1"));

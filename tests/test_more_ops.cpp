@@ -106,6 +106,12 @@ TEST_CASE("eye, linspace, logspace and meshgrid as torch's", "[more_ops][factory
   check_exact(linspace(0, 1, 1), DType::F32, {1}, {0});
   CHECK(linspace(0, 1, 0).shape() == Shape{0});
   CHECK_THROWS_WITH(linspace(0, 1, -1), Catch::Contains("number of steps must be non-negative"));
+  // An integer dtype truncates the ends first; ends the dtype cannot hold are refused, as torch's.
+  check_exact(linspace(-7.5, 7.5, 7, DType::I64), DType::I64, {7}, {-7, -4, -2, 0, 2, 4, 7});
+  check_exact(logspace(0.5, 1.5, 3, 4.0, DType::I64), DType::I64, {3}, {1, 2, 4});
+  CHECK_THROWS_WITH(linspace(-10, 0, 4, DType::U8), Catch::Contains("value cannot be converted to type u8 without overflow"));
+  CHECK_THROWS_WITH(linspace(0, 1e5, 4, DType::F16), Catch::Contains("without overflow"));
+  CHECK_THROWS_WITH(linspace(0, 1, 4, DType::Bool), Catch::Contains("not implemented for 'Bool'"));
   check_exact(logspace(-2, 3, 6, 10.0, DType::F64), DType::F64, {6}, {0.01, 0.1, 1.0, 10.0, 100.0, 1000.0});
   check_exact(logspace(0, 4, 5, 2.0, DType::F64), DType::F64, {5}, {1.0, 2.0, 4.0, 8.0, 16.0});
   const std::vector<Tensor> xy = meshgrid({i64({1, 2, 3}), i64({4, 5})}, "xy");
@@ -145,6 +151,14 @@ TEST_CASE("roll, diagonal, diag, trace, outer and dot as torch's", "[more_ops]")
   check_exact(dot(from_vector<double>({1, 2, 3}), from_vector<double>({4, -5, 6})), DType::F64, {}, {12});
   CHECK_THROWS_WITH(dot(ones({2}), ones({3})), Catch::Contains("inconsistent tensor size"));
   CHECK_THROWS_WITH(dot(ones({2}), ones({2}, DType::F64)), Catch::Contains("expected both vectors to have same dtype"));
+  // An integer dot keeps its dtype and wraps, as torch's: 2^30 * 2 * 2 is 0 in i32.
+  const Tensor big = from_vector<int32_t>({1 << 30, 1 << 30}), two = from_vector<int32_t>({2, 2});
+  check_exact(dot(big, two), DType::I32, {}, {0});
+  check_exact(dot(from_vector<uint8_t>({200, 3}), from_vector<uint8_t>({2, 5})), DType::U8, {}, {(400 + 15) % 256});
+  CHECK_THROWS_WITH(dot(from_vector<bool>({true}), from_vector<bool>({true})), Catch::Contains("not implemented for 'Bool'"));
+  CHECK_THROWS_WITH(trace(ones({2, 2}, DType::Bool)), Catch::Contains("trace") && Catch::Contains("not implemented for 'Bool'"));
+  CHECK_THROWS_WITH(logical_and(ones({2}), ones({3})), Catch::Contains("logical_and"));
+  CHECK_THROWS_WITH(roll(scalar_tensor(1.0), {1}, {0}), Catch::Contains("roll"));
   // Gradients flow back to the diagonal's elements only.
   Tensor x = ones({3, 4}, DType::F64).requires_grad_();
   sum(mul(diagonal(x, 1), from_vector<double>({1, 2, 3}))).backward();
