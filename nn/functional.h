@@ -91,4 +91,18 @@ inline Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tenso
   return minidl::binary_cross_entropy_with_logits(logits, target, reduction, pos_weight);
 }
 
+// distances and margin/embedding losses: the ops of ops/ops.h under their torch.nn.functional names
+using minidl::cdist;
+using minidl::cosine_embedding_loss;
+using minidl::cosine_similarity;
+using minidl::hinge_embedding_loss;
+using minidl::margin_ranking_loss;
+using minidl::multi_margin_loss;
+using minidl::multilabel_soft_margin_loss;
+using minidl::normalize;
+using minidl::pairwise_distance;
+using minidl::poisson_nll_loss;
+using minidl::soft_margin_loss;
+using minidl::triplet_margin_loss;
+
 }  // namespace minidl::nn::functional

@@ -11,6 +11,7 @@
 #include "nn/init.h"
 #include "nn/linear.h"
 #include "nn/loss.h"
+#include "nn/metric_losses.h"
 #include "nn/module.h"
 #include "nn/padding.h"
 #include "nn/sequence_layers.h"

@@ -75,4 +75,6 @@ std::vector<const amp::OpPolicy*> scan_policies();
 std::vector<const amp::OpPolicy*> index_policies();
 std::vector<const amp::OpPolicy*> math_policies();
 std::vector<const amp::OpPolicy*> diagonal_policies();
+std::vector<const amp::OpPolicy*> distance_policies();
+std::vector<const amp::OpPolicy*> margin_loss_policies();
 }  // namespace minidl::ops_detail

@@ -253,6 +253,28 @@ enum class KLDivReduction { None, Mean, Sum, BatchMean };
 // gradient is NaN where a target probability is 0, as PyTorch's (xlogy's gradient there is 0/0).
 Tensor kl_div(const Tensor& input, const Tensor& target, KLDivReduction reduction = KLDivReduction::Mean,
               bool log_target = false);
+// ---- distances (ops/distance.cpp) and margin/embedding losses (ops/margin_loss.cpp), as
+// torch.nn.functional's, with its defaults; cdist and the losses but multilabel_soft_margin_loss
+// compute in f32 under autocast (cosine_similarity on CUDA).
+Tensor normalize(const Tensor& x, double p = 2.0, int64_t dim = 1, double eps = 1e-12);
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim = 1, double eps = 1e-8);
+Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p = 2.0, double eps = 1e-6, bool keepdim = false);
+Tensor cdist(const Tensor& x1, const Tensor& x2, double p = 2.0);  // [..., P, M] x [..., R, M] -> [..., P, R]
+Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin = 0.0,
+                           Reduction reduction = Reduction::Mean);
+Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target, double margin = 1.0, Reduction reduction = Reduction::Mean);
+Tensor soft_margin_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target, const Tensor& weight = Tensor(),
+                                   Reduction reduction = Reduction::Mean);
+Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin = 0.0,
+                             Reduction reduction = Reduction::Mean);
+Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative, double margin = 1.0,
+                           double p = 2.0, double eps = 1e-6, bool swap = false, Reduction reduction = Reduction::Mean);
+// input [N, C] (or [C]), integer target [N]; p 1 or 2; weight [C] optional.
+Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p = 1, double margin = 1.0,
+                         const Tensor& weight = Tensor(), Reduction reduction = Reduction::Mean);
+Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, bool log_input = true, bool full = false, double eps = 1e-8,
+                        Reduction reduction = Reduction::Mean);
 
 // ---- shape and joining (ops/shape.cpp, ops/join.cpp)
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);

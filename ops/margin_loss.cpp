@@ -1,0 +1,165 @@
+// The embedding and margin losses of torch.nn.functional: margin_ranking_loss, hinge_embedding_loss,
+// soft_margin_loss, multilabel_soft_margin_loss, cosine_embedding_loss, triplet_margin_loss,
+// multi_margin_loss and poisson_nll_loss, each PyTorch's formula in differentiable ops followed by
+// the reduction. Autocast: FP32 on both devices (PyTorch's CPU and CUDA fp32 lists), except
+// multilabel_soft_margin_loss, which is on neither (a composite there too).
+#include <cmath>
+#include <numbers>
+
+#include "ops/loss_common.h"
+
+namespace minidl {
+
+using namespace ops_detail;
+
+namespace {
+using P = amp::CastPolicy;
+const amp::OpPolicy kMarginRankingLoss{"margin_ranking_loss", P::FP32, P::FP32};
+const amp::OpPolicy kHingeEmbeddingLoss{"hinge_embedding_loss", P::FP32, P::FP32};
+const amp::OpPolicy kSoftMarginLoss{"soft_margin_loss", P::FP32, P::FP32};
+const amp::OpPolicy kCosineEmbeddingLoss{"cosine_embedding_loss", P::FP32, P::FP32};
+const amp::OpPolicy kTripletMarginLoss{"triplet_margin_loss", P::FP32, P::FP32};
+const amp::OpPolicy kMultiMarginLoss{"multi_margin_loss", P::FP32, P::FP32};
+const amp::OpPolicy kPoissonNllLoss{"poisson_nll_loss", P::FP32, P::FP32};
+}  // namespace
+
+std::vector<const amp::OpPolicy*> ops_detail::margin_loss_policies() {
+  return {&kMarginRankingLoss, &kHingeEmbeddingLoss, &kSoftMarginLoss, &kCosineEmbeddingLoss,
+          &kTripletMarginLoss, &kMultiMarginLoss,    &kPoissonNllLoss};
+}
+
+namespace {
+void check_same_shape(const char* op, const Tensor& a, const Tensor& b) {
+  MINIDL_CHECK(a.shape() == b.shape(), op, "expected the input and target to have the same shape (got ", a.meta_str(), " and ",
+               b.meta_str(), ")");
+}
+}  // namespace
+
+Tensor margin_ranking_loss(const Tensor& x1_arg, const Tensor& x2_arg, const Tensor& target_arg, double margin, Reduction reduction) {
+  check_defined(x1_arg, "margin_ranking_loss", "input1");
+  check_defined(x2_arg, "margin_ranking_loss", "input2");
+  check_defined(target_arg, "margin_ranking_loss", "target");
+  amp::AutocastInputs in(kMarginRankingLoss, {x1_arg, x2_arg, target_arg});
+  // max(0, -y (x1 - x2) + margin)
+  const Tensor loss = clamp(add(mul(neg(in[2]), sub(in[0], in[1])), margin), 0.0, std::nullopt);
+  return apply_reduction(loss, reduction);
+}
+
+Tensor hinge_embedding_loss(const Tensor& input_arg, const Tensor& target_arg, double margin, Reduction reduction) {
+  check_loss_pair("hinge_embedding_loss", input_arg, target_arg);
+  amp::AutocastInputs in(kHingeEmbeddingLoss, {input_arg, target_arg});
+  const Tensor &x = in[0], &y = in[1];
+  // x where y != -1, plus max(0, margin - x) where y != 1, as PyTorch's (a target of other values gets both).
+  const Tensor zero = zeros_like(x);
+  const Tensor margin_part = where(ne(y, 1.0), clamp(rsub(x, margin), 0.0, std::nullopt), zero);
+  const Tensor self_part = where(ne(y, -1.0), x, zero);
+  return apply_reduction(add(margin_part, self_part), reduction);
+}
+
+Tensor soft_margin_loss(const Tensor& input_arg, const Tensor& target_arg, Reduction reduction) {
+  check_loss_pair("soft_margin_loss", input_arg, target_arg);
+  amp::AutocastInputs in(kSoftMarginLoss, {input_arg, target_arg});
+  check_same_shape("soft_margin_loss", in[0], in[1]);
+  return apply_reduction(log1p(exp(neg(mul(in[0], in[1])))), reduction);  // log(1 + exp(-y x))
+}
+
+Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction reduction) {
+  check_loss_pair("multilabel_soft_margin_loss", input, target);
+  MINIDL_CHECK(input.dim() >= 1, "multilabel_soft_margin_loss", "expected an input of at least 1 dim (got ", input.meta_str(), ")");
+  // -(y logsigmoid(x) + (1 - y) logsigmoid(-x)), weighted, averaged over the classes (the last dim).
+  Tensor loss = neg(add(mul(target, logsigmoid(input)), mul(rsub(target, 1.0), logsigmoid(neg(input)))));
+  if (weight.defined()) loss = mul(loss, weight);
+  loss = mean(loss, {-1});
+  return apply_reduction(loss, reduction);
+}
+
+Tensor cosine_embedding_loss(const Tensor& x1_arg, const Tensor& x2_arg, const Tensor& target_arg, double margin, Reduction reduction) {
+  check_defined(x1_arg, "cosine_embedding_loss", "input1");
+  check_defined(x2_arg, "cosine_embedding_loss", "input2");
+  check_defined(target_arg, "cosine_embedding_loss", "target");
+  amp::AutocastInputs in(kCosineEmbeddingLoss, {x1_arg, x2_arg, target_arg});
+  const Tensor &x1 = in[0], &x2 = in[1], &y = in[2];
+  MINIDL_CHECK(x1.shape() == x2.shape(), "cosine_embedding_loss", "the size of input1 (", shape_str(x1.shape()),
+               ") must match the size of input2 (", shape_str(x2.shape()), ")");
+  MINIDL_CHECK(x1.dim() == 1 || x1.dim() == 2, "cosine_embedding_loss", "1D target tensor expects 2D input tensors, but found inputs with sizes ",
+               shape_str(x1.shape()), " and ", shape_str(x2.shape()), ".");
+  MINIDL_CHECK(y.dim() == x1.dim() - 1, "cosine_embedding_loss", "expected a target of ", x1.dim() - 1, " dims (got ", y.meta_str(), ")");
+  // PyTorch's formula: cos = x1.x2 / sqrt((|x1|^2 + 1e-12) (|x2|^2 + 1e-12)); 1 - cos where y == 1,
+  // max(0, cos - margin) where y == -1, 0 elsewhere.
+  const int64_t d = x1.dim() - 1;
+  const double kEps = 1e-12;
+  const Tensor dot = sum(mul(x1, x2), {d});
+  const Tensor m1 = add(sum(mul(x1, x1), {d}), kEps), m2 = add(sum(mul(x2, x2), {d}), kEps);
+  const Tensor cos = div(dot, sqrt(mul(m1, m2)));
+  const Tensor zero = zeros_like(cos);
+  const Tensor loss = add(where(eq(y, 1.0), rsub(cos, 1.0), zero), where(eq(y, -1.0), clamp(sub(cos, margin), 0.0, std::nullopt), zero));
+  return apply_reduction(loss, reduction);
+}
+
+Tensor triplet_margin_loss(const Tensor& a_arg, const Tensor& p_arg, const Tensor& n_arg, double margin, double p, double eps,
+                           bool swap, Reduction reduction) {
+  check_defined(a_arg, "triplet_margin_loss", "anchor");
+  check_defined(p_arg, "triplet_margin_loss", "positive");
+  check_defined(n_arg, "triplet_margin_loss", "negative");
+  amp::AutocastInputs in(kTripletMarginLoss, {a_arg, p_arg, n_arg});
+  const Tensor &a = in[0], &pos = in[1], &negative = in[2];
+  MINIDL_CHECK(a.dim() == pos.dim() && a.dim() == negative.dim(), "triplet_margin_loss",
+               "The anchor, positive, and negative tensors are expected to have the same number of dimensions, but got: anchor ",
+               a.dim(), "D, positive ", pos.dim(), "D, and negative ", negative.dim(), "D inputs");
+  // max(0, margin + d(a, p) - d(a, n)), d the pairwise distance; swap takes min(d(a, n), d(p, n)).
+  const Tensor d_pos = pairwise_distance(a, pos, p, eps);
+  Tensor d_neg = pairwise_distance(a, negative, p, eps);
+  if (swap) d_neg = minimum(d_neg, pairwise_distance(pos, negative, p, eps));
+  const Tensor loss = clamp(sub(add(d_pos, margin), d_neg), 0.0, std::nullopt);
+  return apply_reduction(loss, reduction);
+}
+
+Tensor multi_margin_loss(const Tensor& input_arg, const Tensor& target, int64_t p, double margin, const Tensor& weight_arg,
+                         Reduction reduction) {
+  check_defined(input_arg, "multi_margin_loss", "input");
+  check_defined(target, "multi_margin_loss", "target");
+  MINIDL_CHECK(p == 1 || p == 2, "multi_margin_loss", "only p == 1 and p == 2 supported");
+  amp::AutocastInputs in(kMultiMarginLoss, {input_arg, weight_arg});
+  const Tensor &input = in[0], &weight = in[1];
+  check_floating("multi_margin_loss", input);
+  MINIDL_CHECK((input.dim() == 1 || input.dim() == 2) && input.numel() > 0, "multi_margin_loss",
+               "Expected non-empty vector or matrix with optional 0-dim batch size, but got: ", shape_str(input.shape()));
+  MINIDL_CHECK(!target.is_floating_point() && target.dtype() != DType::Bool, "multi_margin_loss",
+               "expected an integer target (got ", target.meta_str(), ")");
+  const Tensor x = input.dim() == 1 ? input.reshape({1, -1}) : input;
+  const Tensor y = target.reshape({-1, 1});
+  MINIDL_CHECK(y.size(0) == x.size(0), "multi_margin_loss", "inconsistent target size, expected ", x.size(0), " but got ",
+               shape_str(target.shape()));
+  const int64_t classes = x.size(1);
+  // On the CPU the targets are checked here (the message names this loss); a device checks them in
+  // gather's kernel without waiting (a deferred error naming gather).
+  if (target.device().is_cpu() && target.numel() > 0)
+    MINIDL_CHECK(amin(target).item_int() >= 0 && amax(target).item_int() < classes, "multi_margin_loss",
+                 "target out of range: each target must be in [0, ", classes, ")");
+  // sum over j != y of max(0, margin - x[y] + x[j])^p (times weight[y]), divided by the class count.
+  const Tensor x_y = gather(x, 1, y);  // index_select's checks: a target out of range is an error
+  Tensor z = clamp(add(sub(x, x_y), margin), 0.0, std::nullopt);
+  if (p == 2) z = mul(z, z);
+  if (weight.defined()) z = mul(z, index_select(weight, 0, target.reshape({-1})).reshape({-1, 1}));
+  const Tensor not_target = ne(arange(classes).to(x.device()).reshape({1, -1}), y);
+  Tensor loss = div(sum(where(not_target, z, zeros_like(z)), {1}), static_cast<double>(classes));
+  if (input.dim() == 1) loss = loss.reshape({});
+  return apply_reduction(loss, reduction);
+}
+
+Tensor poisson_nll_loss(const Tensor& input_arg, const Tensor& target_arg, bool log_input, bool full, double eps, Reduction reduction) {
+  check_loss_pair("poisson_nll_loss", input_arg, target_arg);
+  amp::AutocastInputs in(kPoissonNllLoss, {input_arg, target_arg});
+  const Tensor &x = in[0], &y = in[1];
+  // exp(x) - y x with log_input, else x - y log(x + eps); full adds Stirling's term
+  // y log y - y + log(2 pi y) / 2 where y > 1.
+  Tensor loss = log_input ? sub(exp(x), mul(y, x)) : sub(x, mul(y, log(add(x, eps))));
+  if (full) {
+    const Tensor yd = y.detach();
+    const Tensor stirling = add(sub(mul(yd, log(yd)), yd), mul(log(mul(yd, 2 * std::numbers::pi)), 0.5));
+    loss = add(loss, where(gt(yd, 1.0), stirling, zeros_like(stirling)));
+  }
+  return apply_reduction(loss, reduction);
+}
+
+}  // namespace minidl
