@@ -318,6 +318,21 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
 // gradients go to the selected elements. Every dtype; bool sorts false before true.
 ValuesIndices sort(const Tensor& x, int64_t dim = -1, bool descending = false);
 Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
+
+// ---- selections of a size the values decide (ops/selection.cpp), as torch's; each reads a count
+// back to the host (a wait for a GPU, as PyTorch's). nonzero: [count, x.dim()] i64 coordinates,
+// row-major order; masked_select: the elements where the bool mask (both broadcast) is true, 1-D,
+// differentiable in x; bincount: counts (or summed weights) of non-negative integers, at least
+// minlength bins; unique: the distinct values sorted (NaNs last, each its own), the index of each
+// element's value (x's shape) and each value's count (torch.unique(sorted=True, return_inverse=True,
+// return_counts=True) of the flattened tensor).
+Tensor nonzero(const Tensor& x);
+Tensor masked_select(const Tensor& x, const Tensor& mask);
+Tensor bincount(const Tensor& x, const Tensor& weights = Tensor(), int64_t minlength = 0);
+struct UniqueResult {
+  Tensor values, inverse, counts;
+};
+UniqueResult unique(const Tensor& x);
 // The k largest (smallest with largest = false) along dim, in order; of equal values the earliest
 // come first (PyTorch leaves that choice to its kernel). sorted = false is accepted and still
 // sorts. 0 <= k <= size(dim).
