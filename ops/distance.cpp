@@ -28,9 +28,10 @@ Tensor cosine_similarity(const Tensor& x1_arg, const Tensor& x2_arg, int64_t dim
   check_defined(x1_arg, "cosine_similarity", "x1");
   check_defined(x2_arg, "cosine_similarity", "x2");
   amp::AutocastInputs in(kCosineSimilarity, {x1_arg, x2_arg});
-  const Tensor &x1 = in[0], &x2 = in[1];
-  check_floating("cosine_similarity", x1);
-  check_floating("cosine_similarity", x2);
+  // Promoted to one dtype first (an integer and a floating tensor give the floating one), as torch's.
+  const DType t = result_type(in[0], in[1]);
+  MINIDL_CHECK(is_floating(t), "cosine_similarity", "expected floating inputs (got ", in[0].meta_str(), " and ", in[1].meta_str(), ")");
+  const Tensor x1 = cast(in[0], t), x2 = cast(in[1], t);
   // Both broadcast first (a norm along a broadcast dim counts every copy), as torch's.
   const Shape shape = broadcast_shapes(x1.shape(), x2.shape(), "cosine_similarity");
   const int64_t d = wrap_dim(dim, static_cast<int64_t>(shape.size()), "cosine_similarity");

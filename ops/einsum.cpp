@@ -251,12 +251,13 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) 
     acc = next;
   }
 
-  // ---- what the output does not name is summed; then the output's order
+  // ---- what the output does not name is summed (only labels the result has: summing a placeholder
+  // dim would turn an integer result into i64); then the output's order
   std::vector<bool> in_out(L, false);
   for (int l : out_labels) in_out[position(l)] = true;
-  std::vector<int64_t> summed;
+  std::vector<int64_t> summed, dropped;
   for (size_t p = 0; p < L; ++p)
-    if (!in_out[p]) summed.push_back(static_cast<int64_t>(p));
+    if (!in_out[p]) (acc.has[p] ? summed : dropped).push_back(static_cast<int64_t>(p));
   Tensor result = summed.empty() ? acc.t : sum(acc.t, summed, true);
   Shape out_shape;
   std::vector<int64_t> perm;
@@ -265,6 +266,7 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) 
     out_shape.push_back(size[position(l)]);
   }
   for (int64_t d : summed) perm.push_back(d);
+  for (int64_t d : dropped) perm.push_back(d);
   // A label the output keeps but no operand had at full size stays broadcast: expand to its size.
   Shape expanded_shape = result.shape();
   for (int l : out_labels) expanded_shape[position(l)] = size[position(l)];

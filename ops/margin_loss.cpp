@@ -28,17 +28,13 @@ std::vector<const amp::OpPolicy*> ops_detail::margin_loss_policies() {
           &kTripletMarginLoss, &kMultiMarginLoss,    &kPoissonNllLoss};
 }
 
-namespace {
-void check_same_shape(const char* op, const Tensor& a, const Tensor& b) {
-  MINIDL_CHECK(a.shape() == b.shape(), op, "expected the input and target to have the same shape (got ", a.meta_str(), " and ",
-               b.meta_str(), ")");
-}
-}  // namespace
-
 Tensor margin_ranking_loss(const Tensor& x1_arg, const Tensor& x2_arg, const Tensor& target_arg, double margin, Reduction reduction) {
   check_defined(x1_arg, "margin_ranking_loss", "input1");
   check_defined(x2_arg, "margin_ranking_loss", "input2");
   check_defined(target_arg, "margin_ranking_loss", "target");
+  MINIDL_CHECK(x1_arg.dim() == x2_arg.dim() && x1_arg.dim() == target_arg.dim(), "margin_ranking_loss",
+               "All input tensors should have same dimension but got sizes: input1: ", shape_str(x1_arg.shape()),
+               ", input2: ", shape_str(x2_arg.shape()), ", target: ", shape_str(target_arg.shape()));
   amp::AutocastInputs in(kMarginRankingLoss, {x1_arg, x2_arg, target_arg});
   // max(0, -y (x1 - x2) + margin)
   const Tensor loss = clamp(add(mul(neg(in[2]), sub(in[0], in[1])), margin), 0.0, std::nullopt);
@@ -59,7 +55,7 @@ Tensor hinge_embedding_loss(const Tensor& input_arg, const Tensor& target_arg, d
 Tensor soft_margin_loss(const Tensor& input_arg, const Tensor& target_arg, Reduction reduction) {
   check_loss_pair("soft_margin_loss", input_arg, target_arg);
   amp::AutocastInputs in(kSoftMarginLoss, {input_arg, target_arg});
-  check_same_shape("soft_margin_loss", in[0], in[1]);
+  broadcast_shapes(in[0].shape(), in[1].shape(), "soft_margin_loss");  // broadcasts, as PyTorch's (no warning)
   return apply_reduction(log1p(exp(neg(mul(in[0], in[1])))), reduction);  // log(1 + exp(-y x))
 }
 
@@ -79,8 +75,9 @@ Tensor cosine_embedding_loss(const Tensor& x1_arg, const Tensor& x2_arg, const T
   check_defined(target_arg, "cosine_embedding_loss", "target");
   amp::AutocastInputs in(kCosineEmbeddingLoss, {x1_arg, x2_arg, target_arg});
   const Tensor &x1 = in[0], &x2 = in[1], &y = in[2];
-  MINIDL_CHECK(x1.shape() == x2.shape(), "cosine_embedding_loss", "the size of input1 (", shape_str(x1.shape()),
+  MINIDL_CHECK(x1.dim() == x2.dim(), "cosine_embedding_loss", "the size of input1 (", shape_str(x1.shape()),
                ") must match the size of input2 (", shape_str(x2.shape()), ")");
+  broadcast_shapes(x1.shape(), x2.shape(), "cosine_embedding_loss");  // same dims, broadcast sizes, as PyTorch's
   MINIDL_CHECK(x1.dim() == 1 || x1.dim() == 2, "cosine_embedding_loss", "1D target tensor expects 2D input tensors, but found inputs with sizes ",
                shape_str(x1.shape()), " and ", shape_str(x2.shape()), ".");
   MINIDL_CHECK(y.dim() == x1.dim() - 1, "cosine_embedding_loss", "expected a target of ", x1.dim() - 1, " dims (got ", y.meta_str(), ")");
@@ -122,14 +119,14 @@ Tensor multi_margin_loss(const Tensor& input_arg, const Tensor& target, int64_t 
   amp::AutocastInputs in(kMultiMarginLoss, {input_arg, weight_arg});
   const Tensor &input = in[0], &weight = in[1];
   check_floating("multi_margin_loss", input);
-  MINIDL_CHECK((input.dim() == 1 || input.dim() == 2) && input.numel() > 0, "multi_margin_loss",
+  MINIDL_CHECK((input.dim() == 1 && input.numel() > 0) || (input.dim() == 2 && input.size(1) > 0), "multi_margin_loss",
                "Expected non-empty vector or matrix with optional 0-dim batch size, but got: ", shape_str(input.shape()));
+  MINIDL_CHECK(target.dim() <= 1 && target.numel() == (input.dim() == 2 ? input.size(0) : 1), "multi_margin_loss",
+               "inconsistent target size, expected ", input.dim() == 2 ? input.size(0) : 1, " but got ", shape_str(target.shape()));
   MINIDL_CHECK(!target.is_floating_point() && target.dtype() != DType::Bool, "multi_margin_loss",
                "expected an integer target (got ", target.meta_str(), ")");
   const Tensor x = input.dim() == 1 ? input.reshape({1, -1}) : input;
   const Tensor y = target.reshape({-1, 1});
-  MINIDL_CHECK(y.size(0) == x.size(0), "multi_margin_loss", "inconsistent target size, expected ", x.size(0), " but got ",
-               shape_str(target.shape()));
   const int64_t classes = x.size(1);
   // On the CPU the targets are checked here (the message names this loss); a device checks them in
   // gather's kernel without waiting (a deferred error naming gather).
@@ -143,7 +140,7 @@ Tensor multi_margin_loss(const Tensor& input_arg, const Tensor& target, int64_t 
   if (weight.defined()) z = mul(z, index_select(weight, 0, target.reshape({-1})).reshape({-1, 1}));
   const Tensor not_target = ne(arange(classes).to(x.device()).reshape({1, -1}), y);
   Tensor loss = div(sum(where(not_target, z, zeros_like(z)), {1}), static_cast<double>(classes));
-  if (input.dim() == 1) loss = loss.reshape({});
+  loss = loss.reshape(target.shape());  // the unreduced loss has the target's shape, as PyTorch's
   return apply_reduction(loss, reduction);
 }
 
@@ -155,9 +152,9 @@ Tensor poisson_nll_loss(const Tensor& input_arg, const Tensor& target_arg, bool 
   // y log y - y + log(2 pi y) / 2 where y > 1.
   Tensor loss = log_input ? sub(exp(x), mul(y, x)) : sub(x, mul(y, log(add(x, eps))));
   if (full) {
-    const Tensor yd = y.detach();
-    const Tensor stirling = add(sub(mul(yd, log(yd)), yd), mul(log(mul(yd, 2 * std::numbers::pi)), 0.5));
-    loss = add(loss, where(gt(yd, 1.0), stirling, zeros_like(stirling)));
+    // Differentiable in the target too, as PyTorch's (whose target gradient is NaN where y is 0).
+    const Tensor stirling = add(sub(mul(y, log(y)), y), mul(log(mul(y, 2 * std::numbers::pi)), 0.5));
+    loss = add(loss, where(gt(y, 1.0), stirling, zeros_like(stirling)));
   }
   return apply_reduction(loss, reduction);
 }

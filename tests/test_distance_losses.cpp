@@ -150,6 +150,16 @@ TEST_CASE("zero vectors, errors and autocast rows as torch's", "[distance][loss]
   CHECK_THROWS_WITH(triplet_margin_loss(ones({2, 3}), ones({3}), ones({2, 3})),
                     Catch::Contains("expected to have the same number of dimensions"));
   CHECK_THROWS_WITH(multi_margin_loss(ones({2, 3}), from_vector<int64_t>({0, 3})), Catch::Contains("multi_margin_loss"));
+  CHECK_THROWS_WITH(multi_margin_loss(ones({3, 4}), from_vector<int64_t>({0, 1, 2}, {3, 1})), Catch::Contains("inconsistent target size"));
+  // The unreduced loss has the target's shape; an empty batch gives an empty loss, as torch's.
+  CHECK(multi_margin_loss(ones({4}), from_vector<int64_t>({1}), 1, 1.0, Tensor(), Reduction::None).shape() == Shape{1});
+  CHECK(multi_margin_loss(ones({1, 4}), scalar_tensor(1, DType::I64), 1, 1.0, Tensor(), Reduction::None).shape() == Shape{});
+  CHECK(multi_margin_loss(ones({0, 4}), from_vector<int64_t>({}), 1, 1.0, Tensor(), Reduction::None).shape() == Shape{0});
+  CHECK_THROWS_WITH(margin_ranking_loss(ones({2, 4}), ones({4}), ones({4})), Catch::Contains("All input tensors should have same dimension"));
+  // soft_margin_loss and cosine_embedding_loss broadcast, as torch's.
+  CHECK(soft_margin_loss(ones({2, 3}), ones({3}), Reduction::None).shape() == Shape{2, 3});
+  CHECK(cosine_embedding_loss(ones({3, 4}), ones({1, 4}), ones({3}), 0.0, Reduction::None).shape() == Shape{3});
+  CHECK(cosine_similarity(from_vector<int64_t>({1, 2}, {1, 2}), from_vector<double>({1, 2}, {1, 2})).item() == Approx(1.0));
   for (auto op : {"margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss", "triplet_margin_loss",
                   "multi_margin_loss", "poisson_nll_loss", "cdist"}) {
     INFO(op);

@@ -143,6 +143,11 @@ TEST_CASE("einsum: torch's errors, integer dtypes, and bmm's autocast row", "[ei
   const Tensor prod = einsum("ij,jk", {ai, bi});
   CHECK(prod.dtype() == DType::I64);
   CHECK(prod.to_vector<int64_t>() == matmul(ai, bi).to_vector<int64_t>());
+  // Integer products keep their dtype, as torch's; a sum over a named label gives i64, as sum does.
+  const Tensor a32 = cast(ai, DType::I32), b32 = cast(bi, DType::I32);
+  CHECK(einsum("ij,jk->ik", {a32, b32}).dtype() == DType::I32);
+  CHECK(einsum("i,i->", {cast(arange(3), DType::I32), cast(arange(3), DType::I32)}).dtype() == DType::I32);
+  CHECK(einsum("ij->", {a32}).dtype() == DType::I64);
   // Under autocast the products run as bmm does: in the low dtype.
   amp::autocast region(DeviceType::CPU, DType::BF16);
   CHECK(einsum("ij,jk->ik", {a, b}).dtype() == DType::BF16);
