@@ -51,6 +51,23 @@ struct Aligned {
   Tensor t;
   std::vector<bool> has;  // indexed by position in `order`
 };
+
+// t with one dim per label position (ascending), size 1 where t has none; positions[d] is dim d's.
+Aligned align(const Tensor& t, const std::vector<size_t>& positions, size_t label_count) {
+  std::vector<std::pair<size_t, int64_t>> dims;
+  for (size_t d = 0; d < positions.size(); ++d) dims.push_back({positions[d], static_cast<int64_t>(d)});
+  std::sort(dims.begin(), dims.end());
+  std::vector<int64_t> perm;
+  Shape shape(label_count, 1);
+  Aligned a{Tensor(), std::vector<bool>(label_count, false)};
+  for (const auto& [p, d] : dims) {
+    perm.push_back(d);
+    shape[p] = t.size(d);
+    a.has[p] = true;
+  }
+  a.t = t.permute(perm).reshape(shape);
+  return a;
+}
 }  // namespace
 
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) {
@@ -155,23 +172,16 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) 
   std::vector<int64_t> size(L, 1);
   std::vector<Aligned> aligned;
   for (size_t i = 0; i < xs.size(); ++i) {
-    std::vector<std::pair<size_t, int64_t>> dims;  // (position, dim of x)
-    for (size_t d = 0; d < labels[i].size(); ++d) dims.push_back({position(labels[i][d]), static_cast<int64_t>(d)});
-    std::sort(dims.begin(), dims.end());
-    std::vector<int64_t> perm;
-    Shape shape(L, 1);
-    Aligned a{Tensor(), std::vector<bool>(L, false)};
-    for (const auto& [p, d] : dims) {
-      perm.push_back(d);
-      const int64_t n = xs[i].size(d);
-      shape[p] = n;
-      a.has[p] = true;
+    std::vector<size_t> positions;
+    for (size_t d = 0; d < labels[i].size(); ++d) {
+      const size_t p = position(labels[i][d]);
+      const int64_t n = xs[i].size(static_cast<int64_t>(d));
       MINIDL_CHECK(size[p] == 1 || n == 1 || size[p] == n, "einsum", "subscript ", label_name(order[p]), " has size ", n,
                    " for operand ", i, " which does not broadcast with previously seen size ", size[p]);
       if (n != 1) size[p] = n;
+      positions.push_back(p);
     }
-    a.t = xs[i].permute(perm).reshape(shape);
-    aligned.push_back(a);
+    aligned.push_back(align(xs[i], positions, L));
   }
 
   // Labels that the output or an operand after `i` still needs.
@@ -235,20 +245,7 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) 
     const std::vector<int64_t> result_dims = concat({&batch, &left, &right});
     Shape shape;
     for (int64_t d : result_dims) shape.push_back(size[d]);
-    Tensor r = bmm(a3, b3).reshape(shape);
-    std::vector<std::pair<int64_t, int64_t>> back;  // (label position, dim of r)
-    for (size_t k = 0; k < result_dims.size(); ++k) back.push_back({result_dims[k], static_cast<int64_t>(k)});
-    std::sort(back.begin(), back.end());
-    std::vector<int64_t> perm;
-    Shape full(L, 1);
-    Aligned next{Tensor(), std::vector<bool>(L, false)};
-    for (const auto& [p, d] : back) {
-      perm.push_back(d);
-      full[p] = size[p];
-      next.has[p] = true;
-    }
-    next.t = r.permute(perm).reshape(full);
-    acc = next;
+    acc = align(bmm(a3, b3).reshape(shape), std::vector<size_t>(result_dims.begin(), result_dims.end()), L);
   }
 
   // ---- what the output does not name is summed (only labels the result has: summing a placeholder

@@ -12,6 +12,7 @@
 
 #include "cuda_checks.h"
 #include "gradcheck.h"
+#include "sine_operands.h"
 
 using namespace minidl;
 
@@ -46,16 +47,9 @@ const std::vector<Expected> kExpected = {
     {"poisson_nll_loss no log full", {}, {2.2419155060737084}, {{0.08333333333333333, -0.08078604853267206, -0.12233827963210485, -0.16253530670583577, 0.045425872087908194, -0.2352495799915183, -0.012966262718866112, -0.06014133474620638, 0.08333333333333333, 0.4124692062876905, 0.5371113659571585, 0.18559688423271226}}},
 };
 
-Tensor operand(int k, const Shape& shape) {
-  std::vector<double> v(numel_of(shape));
-  for (size_t j = 0; j < v.size(); ++j) v[j] = std::sin(0.37 * static_cast<double>(j) + 0.1 * k + 0.05);
-  return from_vector(v, shape);
-}
-Tensor weights(const Shape& shape) {
-  std::vector<double> v(numel_of(shape));
-  for (size_t j = 0; j < v.size(); ++j) v[j] = std::cos(0.21 * static_cast<double>(j));
-  return from_vector(v, shape);
-}
+using testing::check_printed_values;
+Tensor operand(int k, const Shape& shape) { return testing::sine_operand(k, shape); }
+Tensor weights(const Shape& shape) { return testing::cosine_weights(shape); }
 Tensor f64(const std::vector<double>& v, const Shape& s) { return from_vector(v, s); }
 Tensor pm() { return f64({1, -1, 1, -1}, {4}); }
 Tensor signs() { return f64({1, -1, 1, -1, -1, 1, 1, 1, -1, -1, 1, 1}, {4, 3}); }
@@ -100,14 +94,6 @@ const std::map<std::string, Case>& cases() {
   return c;
 }
 
-void check_values(const Tensor& got, const std::vector<double>& want) {
-  const std::vector<double> g = got.to_vector<double>();
-  REQUIRE(g.size() == want.size());
-  for (size_t i = 0; i < g.size(); ++i) {
-    INFO("element " << i);
-    CHECK(g[i] == Approx(want[i]).epsilon(1e-12).margin(1e-14));
-  }
-}
 }  // namespace
 
 TEST_CASE("distances and margin losses match torch.nn.functional: values and gradients", "[distance][loss]") {
@@ -119,12 +105,12 @@ TEST_CASE("distances and margin losses match torch.nn.functional: values and gra
     for (size_t k = 0; k < c.shapes.size(); ++k) xs.push_back(operand(static_cast<int>(k), c.shapes[k]).requires_grad_());
     const Tensor y = c.fn(xs);
     CHECK(y.shape() == e.shape);
-    check_values(y, e.value);
+    check_printed_values(y, e.value);
     sum(mul(y, weights(y.shape()))).backward();
     for (size_t k = 0; k < xs.size(); ++k) {
       INFO("gradient of input " << k);
       REQUIRE(xs[k].grad().defined());
-      check_values(xs[k].grad(), e.grads[k]);
+      check_printed_values(xs[k].grad(), e.grads[k]);
     }
   }
 }

@@ -9,6 +9,7 @@
 
 #include "cuda_checks.h"
 #include "gradcheck.h"
+#include "sine_operands.h"
 
 using namespace minidl;
 
@@ -69,26 +70,10 @@ const std::vector<EinsumCase> kCases = {
      {{0.6354022681971699, 1.708245535212623, 0.6354022681971699, 1.708245535212623, 0.6354022681971699, 1.708245535212623, 0.5379431257342422, 1.4788508048993512, 0.5379431257342422, 1.4788508048993512, 0.5379431257342422, 1.4788508048993512}, {2.0562605252489305, 1.9834602286621403, 1.7367596887865102, 1.748325723098583}}},
 };
 
-// Operand k's element j is sin(0.37 j + 0.1 k + 0.05); the weights cos(0.21 j) (as the script).
-Tensor operand(int k, const Shape& shape) {
-  std::vector<double> v(numel_of(shape));
-  for (size_t j = 0; j < v.size(); ++j) v[j] = std::sin(0.37 * static_cast<double>(j) + 0.1 * k + 0.05);
-  return from_vector(v, shape);
-}
-Tensor weights(const Shape& shape) {
-  std::vector<double> v(numel_of(shape));
-  for (size_t j = 0; j < v.size(); ++j) v[j] = std::cos(0.21 * static_cast<double>(j));
-  return from_vector(v, shape);
-}
+using testing::check_printed_values;
+Tensor operand(int k, const Shape& shape) { return testing::sine_operand(k, shape); }
+Tensor weights(const Shape& shape) { return testing::cosine_weights(shape); }
 
-void check_values(const Tensor& got, const std::vector<double>& want) {
-  const std::vector<double> g = got.to_vector<double>();
-  REQUIRE(g.size() == want.size());
-  for (size_t i = 0; i < g.size(); ++i) {
-    INFO("element " << i);
-    CHECK(g[i] == Approx(want[i]).epsilon(1e-12).margin(1e-14));
-  }
-}
 }  // namespace
 
 TEST_CASE("einsum matches torch.einsum: values and gradients", "[einsum]") {
@@ -98,12 +83,12 @@ TEST_CASE("einsum matches torch.einsum: values and gradients", "[einsum]") {
     for (size_t k = 0; k < c.shapes.size(); ++k) xs.push_back(operand(static_cast<int>(k), c.shapes[k]).requires_grad_());
     const Tensor y = einsum(c.equation, xs);
     CHECK(y.shape() == c.out_shape);
-    check_values(y, c.out);
+    check_printed_values(y, c.out);
     sum(mul(y, weights(y.shape()))).backward();
     for (size_t k = 0; k < xs.size(); ++k) {
       INFO("gradient of operand " << k);
       REQUIRE(xs[k].grad().defined());
-      check_values(xs[k].grad(), c.grads[k]);
+      check_printed_values(xs[k].grad(), c.grads[k]);
     }
   }
 }
