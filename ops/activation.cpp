@@ -149,9 +149,12 @@ Tensor hardtanh(const Tensor& x, double min_val, double max_val) {
   check_defined(x, "hardtanh", "input");
   check_floating("hardtanh", x);
   MINIDL_CHECK(min_val <= max_val, "hardtanh", "min_val (", min_val, ") must not be greater than max_val (", max_val, ")");
-  // Two wheres, not clamp: PyTorch's hardtanh_backward passes the gradient only strictly inside
-  // (min_val, max_val) and at NaN, where clamp's passes it at the bounds too.
-  return where(le(x, min_val), full_like(x, min_val), where(ge(x, max_val), full_like(x, max_val), x));
+  // Not clamp: PyTorch's hardtanh_backward passes the gradient only strictly inside (min_val, max_val)
+  // and at NaN, where clamp's passes it at the bounds too.
+  return piecewise_linear(
+      "HardtanhBackward", x,
+      [min_val, max_val](const Tensor& v) { return where(le(v, min_val), full_like(v, min_val), where(ge(v, max_val), full_like(v, max_val), v)); },
+      [min_val, max_val](const Tensor& v) { return logical_not(logical_or(le(v, min_val), ge(v, max_val))); });
 }
 
 Tensor relu6(const Tensor& x) { return hardtanh(x, 0.0, 6.0); }

@@ -2,7 +2,9 @@
 // their own (one pass, PyTorch's formulas: ops/kernels.h UnaryOp), selu, celu, softsign,
 // tanhshrink, softshrink, hardshrink, threshold and glu as composites. No autocast row (none is
 // on PyTorch's lists): each runs in its input's dtype. Backwards are differentiable ops, with
-// PyTorch's values at the kinks (noted per op).
+// PyTorch's values at the kinks (noted per op); the piecewise-linear ones (hardsigmoid, the
+// shrinks, threshold, and hardtanh in ops/activation.cpp) record one node whose second derivative
+// is 0, as PyTorch's native kernels.
 #include "ops/common.h"
 
 namespace minidl {
@@ -22,12 +24,41 @@ Tensor activation_kernel_op(UnaryOp op, const char* name, const char* node, cons
   return out;
 }
 
+// g * passes(x) * scale, recorded on (g, x): differentiable in g (the same mask), zero in x.
+Tensor masked_gradient(const std::string& node, const Tensor& g, const Tensor& x, const std::function<Tensor(const Tensor&)>& passes,
+                       double scale) {
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    const Tensor mask = cast(passes(x), g.dtype());
+    out = mul(g, scale == 1.0 ? mask : mul(mask, scale));
+  }
+  autograd::record(node.c_str(), {g, x}, {out}, {x}, [node, passes, scale](const TensorList& gg, const TensorList& s) {
+    return TensorList{masked_gradient(node, gg[0], s[0], passes, scale), zeros_like(s[0])};
+  });
+  return out;
+}
+
 Tensor floating_input(const Tensor& x, const char* name) {
   check_defined(x, name, "input");
   check_floating(name, x);
   return x;
 }
 }  // namespace
+
+Tensor ops_detail::piecewise_linear(const char* node, const Tensor& x, const std::function<Tensor(const Tensor&)>& value,
+                                   const std::function<Tensor(const Tensor&)>& passes, double scale) {
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = value(x);
+  }
+  const std::string backward_node = std::string(node) + "Backward";
+  autograd::record(node, {x}, {out}, {x}, [backward_node, passes, scale](const TensorList& g, const TensorList& s) {
+    return TensorList{masked_gradient(backward_node, g[0], s[0], passes, scale)};
+  });
+  return out;
+}
 
 Tensor hardswish(const Tensor& x) {
   // PyTorch's hardswish_backward: 0 below -3, x / 3 + 1/2 on [-3, 3], 1 above.
@@ -38,11 +69,13 @@ Tensor hardswish(const Tensor& x) {
 }
 
 Tensor hardsigmoid(const Tensor& x) {
+  check_defined(x, "hardsigmoid", "input");
+  check_floating("hardsigmoid", x);
   // PyTorch's hardsigmoid_backward: 1/6 strictly inside (-3, 3), 0 elsewhere (its kernel's 1/6 is an
   // f32 constant, so its f64 gradient is 0.16666667163; here 1/6 in the gradient's dtype).
-  return activation_kernel_op(UnaryOp::Hardsigmoid, "hardsigmoid", "HardsigmoidBackward", x, [](const Tensor& g, const Tensor& v) {
-    return where(gt(v, -3.0), where(lt(v, 3.0), div(g, 6.0), zeros_like(g)), zeros_like(g));
-  });
+  return piecewise_linear(
+      "HardsigmoidBackward", x, [](const Tensor& v) { return unary_forward(UnaryOp::Hardsigmoid, "hardsigmoid", v); },
+      [](const Tensor& v) { return logical_and(gt(v, -3.0), lt(v, 3.0)); }, 1.0 / 6.0);
 }
 
 Tensor mish(const Tensor& x) {
@@ -90,20 +123,29 @@ Tensor tanhshrink(const Tensor& x) {
 Tensor softshrink(const Tensor& x_in, double lambd) {
   const Tensor& x = floating_input(x_in, "softshrink");
   MINIDL_CHECK(lambd >= 0, "softshrink", "lambda must be greater or equal to 0, but found to be ", lambd, ".");
-  // x -+ lambd outside [-lambd, lambd], 0 inside and at NaN (torch 1.13's kernel compares too).
-  return where(gt(x, lambd), sub(x, lambd), where(lt(x, -lambd), add(x, lambd), zeros_like(x)));
+  // x -+ lambd outside [-lambd, lambd], 0 inside and at NaN (torch 1.13's kernel compares too); the
+  // gradient passes outside [-lambd, lambd] and at NaN, as PyTorch's softshrink_backward.
+  return piecewise_linear(
+      "SoftshrinkBackward", x,
+      [lambd](const Tensor& v) { return where(gt(v, lambd), sub(v, lambd), where(lt(v, -lambd), add(v, lambd), zeros_like(v))); },
+      [lambd](const Tensor& v) { return logical_not(logical_and(ge(v, -lambd), le(v, lambd))); });
 }
 
 Tensor hardshrink(const Tensor& x_in, double lambd) {
   const Tensor& x = floating_input(x_in, "hardshrink");
   // 0 on [-lambd, lambd] (bounds included, as PyTorch's), x elsewhere: NaN passes.
-  return where(ge(x, -lambd), where(le(x, lambd), zeros_like(x), x), x);
+  auto outside = [lambd](const Tensor& v) { return logical_not(logical_and(ge(v, -lambd), le(v, lambd))); };
+  return piecewise_linear(
+      "HardshrinkBackward", x, [outside](const Tensor& v) { return where(outside(v), v, zeros_like(v)); }, outside);
 }
 
 Tensor threshold(const Tensor& x, double threshold_value, double value) {
   check_defined(x, "threshold", "input");
   MINIDL_CHECK(x.dtype() != DType::Bool, "threshold", "not implemented for 'Bool' (got ", x.meta_str(), ")");
-  return where(le(x, threshold_value), full_like(x, value), x);  // NaN is not <=: it passes
+  auto passes = [threshold_value](const Tensor& v) { return logical_not(le(v, threshold_value)); };  // NaN is not <=: it passes
+  if (!x.is_floating_point()) return where(passes(x), x, full_like(x, value));
+  return piecewise_linear("ThresholdBackward", x, [passes, value](const Tensor& v) { return where(passes(v), v, full_like(v, value)); },
+                          passes);
 }
 
 Tensor glu(const Tensor& x_in, int64_t dim) {

@@ -2,6 +2,7 @@
 // output allocation and the kernel registry.
 #pragma once
 #include <cmath>
+#include <functional>
 
 #include "ops/autocast_hook.h"
 #include "framework/grad_mode.h"
@@ -96,5 +97,13 @@ inline void check_index_range_on_device(const Tensor& index, const kernels::Inde
 // Runs a unary kernel (ops/kernels.h UnaryOp) on a floating tensor; integers and bool are
 // promoted to f32 first, as torch.exp. Defined in ops/unary.cpp.
 Tensor unary_forward(kernels::UnaryOp op, const char* name, const Tensor& x_in, double p0 = 0, double p1 = 0);
+
+// A piecewise-linear activation (hardtanh, softshrink, hardshrink, threshold, hardsigmoid) as one
+// node: the value of `value(x)` and the gradient g * slope(x), slope piecewise constant (a 0/1 mask
+// times `scale`). Its backward is a node of its own that saves x and gives x a zero gradient, so a
+// second derivative is 0 (as PyTorch's native kernels), not a missing graph. Defined in
+// ops/activation_more.cpp.
+Tensor piecewise_linear(const char* node, const Tensor& x, const std::function<Tensor(const Tensor&)>& value,
+                        const std::function<Tensor(const Tensor&)>& passes, double scale = 1.0);
 
 }  // namespace minidl::ops_detail

@@ -167,6 +167,9 @@ const std::vector<Row> kSecond = {
     {"celu 0.7", {0.3949329285605689, 0.9306272499491313, 0.0, 0.0}},
     {"softsign", {0.29158769499927106, 0.9103322712790167, -1.1574074074074074, -0.4882812500000001}},
     {"tanhshrink", {-0.6975557375069725, -0.5331818782014544, 0.3793723330256684, 0.7643050585657976}},
+    {"softshrink 0.5", {0.0, 0.0, 0.0, 0.0}},
+    {"hardshrink 0.5", {0.0, 0.0, 0.0, 0.0}},
+    {"threshold 0.5 -7", {0.0, 0.0, 0.0, 0.0}},
 };
 // glu(linspace(-2, 2, 12).reshape(2, 6), 1), and the gradient of (y * arange(6).reshape(2, 3)).sum().
 const Vec kGluIn = {-2.0, -1.6363636363636362, -1.2727272727272727, -0.9090909090909092, -0.5454545454545454, -0.18181818181818177, 0.18181818181818188, 0.5454545454545454, 0.9090909090909091, 1.2727272727272727, 1.6363636363636362, 2.0};
@@ -358,6 +361,28 @@ TEST_CASE("softsign's gradient at huge inputs: no overflow in div's backward", "
   CHECK(g[0] == 0.0);
   CHECK(g[1] == 0.0);
   CHECK(g[2] == Approx(1.0 / 9).epsilon(1e-6));
+}
+
+TEST_CASE("second derivatives through the piecewise-linear activations are zero, as PyTorch's", "[math][activation]") {
+  // A gradient penalty differentiates the first gradient again: PyTorch's native kernels give 0
+  // (hardsigmoid's: torch 1.13 has none; 0 here too).
+  const std::vector<std::pair<const char*, std::function<Tensor(const Tensor&)>>> fns = {
+      {"hardtanh", [](const Tensor& x) { return hardtanh(x); }},
+      {"relu6", [](const Tensor& x) { return relu6(mul(x, 4.0)); }},
+      {"softshrink", [](const Tensor& x) { return softshrink(x, 0.5); }},
+      {"hardshrink", [](const Tensor& x) { return hardshrink(x, 0.5); }},
+      {"threshold", [](const Tensor& x) { return threshold(x, 0.5, -7.0); }},
+      {"hardsigmoid", [](const Tensor& x) { return hardsigmoid(mul(x, 4.0)); }}};
+  for (const auto& [name, fn] : fns) {
+    INFO(name);
+    Tensor x = from_vector<double>({-1.0, 0.2, 0.9, 1.3}).requires_grad_();
+    Tensor g = autograd::grad({sum(fn(x))}, {x}, autograd::GradOptions().create_graph(true))[0];
+    REQUIRE(g.requires_grad());
+    CHECK(autograd::grad({sum(g)}, {x})[0].to_vector<double>() == Vec(4, 0.0));
+    // The first gradient times the input: its gradient is the first gradient again (the mask's is 0).
+    Tensor gx = autograd::grad({sum(mul(fn(x), x))}, {x}, autograd::GradOptions().create_graph(true))[0];
+    CHECK(autograd::grad({sum(gx)}, {x})[0].to_vector<double>() == mul(g, 2.0).detach().to_vector<double>());
+  }
 }
 
 TEST_CASE("argument errors name the op and the problem, as torch's", "[math][activation]") {
