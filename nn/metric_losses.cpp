@@ -50,6 +50,9 @@ Tensor SoftMarginLoss::forward(const Tensor& input, const Tensor& target) {
 }
 std::string SoftMarginLoss::describe() const { return detail::concat("SoftMarginLoss(reduction=", reduction_name(reduction), ")"); }
 
+MultiLabelSoftMarginLoss::MultiLabelSoftMarginLoss(Tensor w, Reduction reduction) : reduction(reduction) {
+  weight = register_buffer("weight", w.defined() ? w.detach() : Tensor());
+}
 Tensor MultiLabelSoftMarginLoss::forward(const Tensor& input, const Tensor& target) {
   auto scope = forward_scope();
   return multilabel_soft_margin_loss(input, target, weight, reduction);
@@ -58,10 +61,10 @@ std::string MultiLabelSoftMarginLoss::describe() const {
   return detail::concat("MultiLabelSoftMarginLoss(reduction=", reduction_name(reduction), weight.defined() ? ", weight)" : ")");
 }
 
-MultiMarginLoss::MultiMarginLoss(int64_t p, double margin, Tensor weight, Reduction reduction)
-    : p(p), margin(margin), weight(weight), reduction(reduction) {
+MultiMarginLoss::MultiMarginLoss(int64_t p, double margin, Tensor w, Reduction reduction) : p(p), margin(margin), reduction(reduction) {
   MINIDL_CHECK(p == 1 || p == 2, "MultiMarginLoss", "only p == 1 and p == 2 supported");
-  MINIDL_CHECK(!weight.defined() || weight.dim() == 1, "MultiMarginLoss", "weight must be 1-D (got ", weight.meta_str(), ")");
+  MINIDL_CHECK(!w.defined() || w.dim() == 1, "MultiMarginLoss", "weight must be 1-D (got ", w.meta_str(), ")");
+  weight = register_buffer("weight", w.defined() ? w.detach() : Tensor());
 }
 Tensor MultiMarginLoss::forward(const Tensor& input, const Tensor& target) {
   auto scope = forward_scope();

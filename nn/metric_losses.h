@@ -2,7 +2,7 @@
 // ops/margin_loss.cpp), as torch.nn's: CosineSimilarity, PairwiseDistance, MarginRankingLoss,
 // HingeEmbeddingLoss, SoftMarginLoss, MultiLabelSoftMarginLoss, CosineEmbeddingLoss,
 // TripletMarginLoss, MultiMarginLoss and PoissonNLLLoss. Their options are torch's constructor
-// arguments, in its order; none has parameters (a class weight is a buffer-free constant).
+// arguments, in its order; none has parameters (a class weight is a buffer, as torch's).
 #pragma once
 #include <string>
 
@@ -86,13 +86,13 @@ class SoftMarginLoss : public Module {
 
 class MultiLabelSoftMarginLoss : public Module {
  public:
-  explicit MultiLabelSoftMarginLoss(Tensor weight = Tensor(), Reduction reduction = Reduction::Mean) : weight(weight), reduction(reduction) {}
+  explicit MultiLabelSoftMarginLoss(Tensor weight = Tensor(), Reduction reduction = Reduction::Mean);
   Tensor forward(const Tensor& input, const Tensor& target);
   Tensor operator()(const Tensor& input, const Tensor& target) { return forward(input, target); }
   std::string type_name() const override { return "MultiLabelSoftMarginLoss"; }
   ModulePtr clone_structure() const override { return std::make_shared<MultiLabelSoftMarginLoss>(weight, reduction); }
   std::string describe() const override;
-  Tensor weight;  // [C] or undefined
+  Tensor weight;  // [C] or undefined: a buffer (moves with the module, in its state dict), as torch's
   Reduction reduction;
 };
 
@@ -106,7 +106,7 @@ class MultiMarginLoss : public Module {
   std::string describe() const override;
   int64_t p;
   double margin;
-  Tensor weight;  // [C] or undefined
+  Tensor weight;  // [C] or undefined: a buffer, as above
   Reduction reduction;
 };
 

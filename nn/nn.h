@@ -9,6 +9,7 @@
 #include "nn/dropout.h"
 #include "nn/functional.h"
 #include "nn/init.h"
+#include "nn/instance_norm.h"
 #include "nn/linear.h"
 #include "nn/loss.h"
 #include "nn/metric_losses.h"

@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "framework/error.h"
+#include "ops/ops.h"
 
 namespace minidl::nn {
 
@@ -44,5 +45,17 @@ std::string Upsample::describe() const {
           : "scale_factor=" + value_or_tuple(options.scale_factor_, python_float);
   return detail::concat("Upsample(", what, ", mode=", interpolate_mode_name(options.mode_), ")");
 }
+
+Tensor PixelShuffle::forward(const Tensor& input) {
+  auto scope = forward_scope();
+  return pixel_shuffle(input, upscale_factor);
+}
+std::string PixelShuffle::describe() const { return detail::concat("PixelShuffle(upscale_factor=", upscale_factor, ")"); }
+
+Tensor PixelUnshuffle::forward(const Tensor& input) {
+  auto scope = forward_scope();
+  return pixel_unshuffle(input, downscale_factor);
+}
+std::string PixelUnshuffle::describe() const { return detail::concat("PixelUnshuffle(downscale_factor=", downscale_factor, ")"); }
 
 }  // namespace minidl::nn

@@ -1,5 +1,5 @@
 // Upsample: torch.nn.Upsample(size | scale_factor, mode, align_corners, recompute_scale_factor) as a
-// module over interpolate (ops/nn_ops.h).
+// module over interpolate (ops/nn_ops.h); PixelShuffle and PixelUnshuffle over pixel_shuffle.
 #pragma once
 #include <string>
 
@@ -19,6 +19,27 @@ class Upsample : public Layer {
   // PyTorch's repr: "Upsample(scale_factor=2.0, mode=nearest)", "Upsample(size=(4, 5), mode=bilinear)"
   std::string describe() const override;
   InterpolateOptions options;
+};
+
+// PixelShuffle(r): [*, C r^2, H, W] -> [*, C, H r, W r]; PixelUnshuffle(r) the inverse.
+class PixelShuffle : public Layer {
+ public:
+  explicit PixelShuffle(int64_t upscale_factor) : upscale_factor(upscale_factor) {}
+  Tensor forward(const Tensor& input) override;
+  std::string type_name() const override { return "PixelShuffle"; }
+  ModulePtr clone_structure() const override { return std::make_shared<PixelShuffle>(upscale_factor); }
+  std::string describe() const override;  // "PixelShuffle(upscale_factor=2)"
+  int64_t upscale_factor;
+};
+
+class PixelUnshuffle : public Layer {
+ public:
+  explicit PixelUnshuffle(int64_t downscale_factor) : downscale_factor(downscale_factor) {}
+  Tensor forward(const Tensor& input) override;
+  std::string type_name() const override { return "PixelUnshuffle"; }
+  ModulePtr clone_structure() const override { return std::make_shared<PixelUnshuffle>(downscale_factor); }
+  std::string describe() const override;  // "PixelUnshuffle(downscale_factor=2)"
+  int64_t downscale_factor;
 };
 
 }  // namespace minidl::nn

@@ -139,10 +139,11 @@ Tensor silu(const Tensor& x) {
 Tensor elu(const Tensor& x, double alpha) {
   check_defined(x, "elu", "input");
   check_floating("elu", x);
-  // exp of min(x, 0) only: exp(x) of a large positive x would be inf in the unused branch, and its
-  // zero gradient times inf a NaN. At x = 0 the gradient is alpha, as PyTorch's elu_backward.
-  Tensor negative = mul(sub(exp(clamp(x, std::nullopt, 0.0)), 1.0), alpha);
-  return where(gt(x, 0.0), x, negative);
+  // exp of the non-positive part only: exp(x) of a large positive x would be inf in the unused
+  // branch, and its zero gradient times inf a NaN. At x = 0 the gradient is alpha and at NaN 1, as
+  // PyTorch's elu_backward.
+  Tensor negative = mul(sub(exp(nonpositive_part(x)), 1.0), alpha);
+  return where(le(x, 0.0), negative, x);
 }
 
 Tensor hardtanh(const Tensor& x, double min_val, double max_val) {

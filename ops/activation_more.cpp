@@ -13,6 +13,11 @@ using namespace ops_detail;
 using autograd::TensorList;
 using kernels::UnaryOp;
 
+// x where x <= 0, else 0: the argument of the exponential branch of elu, selu and celu. The unused
+// branch then stays finite (exp of a large x would be inf) and a NaN x, which takes the linear
+// branch as in PyTorch, sends no 0 * NaN gradient through it (clamp would pass the NaN on).
+Tensor ops_detail::nonpositive_part(const Tensor& x) { return where(le(x, 0.0), x, zeros_like(x)); }
+
 namespace {
 // A floating activation on its kernel; backward `grad(g, input)`.
 Tensor activation_kernel_op(UnaryOp op, const char* name, const char* node, const Tensor& x,
@@ -98,16 +103,16 @@ Tensor selu(const Tensor& x_in) {
   // expm1, as PyTorch's elu kernel: selu(-0) is +0, and the gradient is exp(x) itself (expm1's
   // backward, y + 1, would cancel for very negative x).
   constexpr double alpha = 1.6732632423543772848170429916717, scale = 1.0507009873554804934193349852946;
-  return where(gt(x, 0.0), mul(x, scale), mul(sub(exp(clamp(x, std::nullopt, 0.0)), 1.0), alpha * scale));
+  // NaN takes the positive branch (NaN <= 0 is false), as PyTorch's elu_backward: gradient g scale.
+  return where(le(x, 0.0), mul(sub(exp(nonpositive_part(x)), 1.0), alpha * scale), mul(x, scale));
 }
 
 Tensor celu(const Tensor& x_in, double alpha) {
   const Tensor& x = floating_input(x_in, "celu");
   MINIDL_CHECK(alpha != 0.0, "celu", "ZeroDivisionError: alpha cannot be 0 for CELU");
-  // alpha (exp(x / alpha) - 1) for x <= 0, as selu: exp of min(x, 0) only, so the unused branch
-  // stays finite. PyTorch's backward rounds 1 / alpha to f32 (derivatives.yaml: 1.0/alpha.toFloat()),
-  // so its f64 gradients are about 1e-8 off; these are not.
-  return where(gt(x, 0.0), x, mul(sub(exp(div(clamp(x, std::nullopt, 0.0), alpha)), 1.0), alpha));
+  // alpha (exp(x / alpha) - 1) for x <= 0, as selu. PyTorch's backward rounds 1 / alpha to f32
+  // (derivatives.yaml: 1.0/alpha.toFloat()), so its f64 gradients are about 1e-8 off; these are not.
+  return where(le(x, 0.0), mul(sub(exp(div(nonpositive_part(x), alpha)), 1.0), alpha), x);
 }
 
 Tensor softsign(const Tensor& x) {

@@ -63,10 +63,10 @@ void check_integer_divisor(const char* name, const Tensor& b, const Shape& out_s
                zeros_found, zeros_found == 1 ? " zero)" : " zeros)");
 }
 
-// The scalar divisor of remainder/fmod as the kernel of dtype t uses it, checked as above: an integer
+// The scalar divisor of remainder, fmod and rounded div as the kernel of dtype t uses it, checked as above: an integer
 // one wraps to t (as the kernels convert it: u8 256 is 0), a floating one is rounded to t (PyTorch's
 // kernels take an f16/bf16 divisor, unlike mul's f32 scalar: fmod(f16 5.5, 0.3) uses 0.30005).
-double modulo_scalar_divisor(const char* name, DType t, double s) {
+double scalar_divisor(const char* name, DType t, double s) {
   if (!is_floating(t)) {
     const int64_t v = static_cast<int64_t>(s);  // result_type made t integral only for an integral s that fits
     const bool zero = t == DType::U8 ? static_cast<uint8_t>(v) == 0 : (t == DType::I32 ? static_cast<int32_t>(v) == 0 : v == 0);
@@ -114,7 +114,7 @@ Tensor run_scalar(BinaryOp op, const Tensor& a_in, double s, double alpha = 1.0,
   if (op == BinaryOp::Div && !is_floating(t)) t = DType::F32;
   MINIDL_CHECK(!(op == BinaryOp::Pow && !is_floating(t) && s < 0), name,
                "integers to negative integer powers are not allowed (", a_in.meta_str(), " ** ", s, ")");
-  if (divides_integers(op)) s = modulo_scalar_divisor(name, t, s);
+  if (divides_integers(op)) s = scalar_divisor(name, t, s);
   auto kernel = K().binary.get(a_in.device(), t, name);
   Tensor a = cast(a_in, t);
   Tensor out = new_empty_like(a.shape(), t, a.device(), {&a});

@@ -98,6 +98,9 @@ inline void check_index_range_on_device(const Tensor& index, const kernels::Inde
 // promoted to f32 first, as torch.exp. Defined in ops/unary.cpp.
 Tensor unary_forward(kernels::UnaryOp op, const char* name, const Tensor& x_in, double p0 = 0, double p1 = 0);
 
+// x where x <= 0, else 0 (the exponential branch's argument of elu, selu, celu); ops/activation_more.cpp.
+Tensor nonpositive_part(const Tensor& x);
+
 // A piecewise-linear activation (hardtanh, softshrink, hardshrink, threshold, hardsigmoid) as one
 // node: the value of `value(x)` and the gradient g * slope(x), slope piecewise constant (a 0/1 mask
 // times `scale`). Its backward is a node of its own that saves x and gives x a zero gradient, so a

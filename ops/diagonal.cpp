@@ -38,7 +38,8 @@ Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
   const int64_t count = std::max<int64_t>(0, offset >= 0 ? std::min(rows, cols - offset) : std::min(rows + offset, cols));
   const int64_t first = offset >= 0 ? offset : -offset * cols;
   if (count == 0) return matrices.narrow(-1, 0, 0).clone();
-  return matrices.slice(-1, first, first + (count - 1) * (cols + 1) + 1, cols + 1);
+  // A copy in every case (reshape and slice may give views of x).
+  return matrices.slice(-1, first, first + (count - 1) * (cols + 1) + 1, cols + 1).clone();
 }
 
 Tensor diag(const Tensor& x, int64_t diagonal_offset) {
@@ -49,7 +50,7 @@ Tensor diag(const Tensor& x, int64_t diagonal_offset) {
   const int64_t k = diagonal_offset, n = x.size(0), m = n + std::abs(k);
   const TensorOptions opts = TensorOptions(x.dtype()).device(x.device());
   const Tensor padded = cat({x, zeros({std::abs(k)}, opts)});  // the value of row i (k >= 0) or column j (k < 0)
-  const Tensor index = arange(m).to(x.device());
+  const Tensor index = arange(0, static_cast<double>(m), 1, TensorOptions(DType::I64).device(x.device()));
   const Tensor on_diagonal = eq(sub(index.unsqueeze(0), index.unsqueeze(1)), static_cast<double>(k));  // col - row == k
   return where(on_diagonal, k >= 0 ? padded.unsqueeze(1) : padded.unsqueeze(0), zeros({m, m}, opts));
 }

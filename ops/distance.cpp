@@ -60,6 +60,7 @@ Tensor cdist(const Tensor& x1_arg, const Tensor& x2_arg, double p) {
                " X2: ", x2.size(-1));
   MINIDL_CHECK(p >= 0, "cdist", "cdist only supports non-negative p values");
   check_floating("cdist", x1);
+  check_floating("cdist", x2);
   // [..., P, 1, M] - [..., 1, R, M], normed over M: the p-norm distance of every pair of rows.
   return norm(sub(x1.unsqueeze(-2), x2.unsqueeze(-3)), p, {-1});
 }

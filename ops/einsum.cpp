@@ -239,8 +239,11 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) 
     const int64_t nb = product(batch), nl = product(left), nc = product(contract), nr = product(right);
     const std::vector<int64_t> perm_a = concat({&batch, &left, &contract, &right, &rest});
     const std::vector<int64_t> perm_b = concat({&batch, &contract, &right, &left, &rest});
-    const Tensor a3 = expanded(acc).permute(perm_a).reshape({nb, nl, nc});
-    const Tensor b3 = expanded(b).permute(perm_b).reshape({nb, nc, nr});
+    // One dtype for bmm: an integer side summed early is i64 (as sum gives), so the pair promotes, as
+    // PyTorch's product of the two does.
+    const DType t = result_type(acc.t, b.t);
+    const Tensor a3 = cast(expanded(acc).permute(perm_a).reshape({nb, nl, nc}), t);
+    const Tensor b3 = cast(expanded(b).permute(perm_b).reshape({nb, nc, nr}), t);
     // The product's dims are batch, left, right: back to one dim per label.
     const std::vector<int64_t> result_dims = concat({&batch, &left, &right});
     Shape shape;

@@ -1,4 +1,5 @@
-// Tensor factories beyond empty() (ops/tensor.cpp): filled, ranged and copied-in tensors.
+// Tensor factories beyond empty() (ops/tensor.cpp): filled, ranged and copied-in tensors, and eye,
+// linspace, logspace and meshgrid (compositions of arange and element-wise ops).
 #include <cmath>
 #include <cstring>
 
@@ -81,9 +82,6 @@ Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
 MINIDL_FOR_EACH_ELEMENT_TYPE(MINIDL_INSTANTIATE)
 #undef MINIDL_INSTANTIATE
 
-}  // namespace minidl
-
-namespace minidl {
 
 Tensor eye(int64_t n, std::optional<int64_t> m_opt, TensorOptions opts) {
   const int64_t m = m_opt.value_or(n);
@@ -91,8 +89,10 @@ Tensor eye(int64_t n, std::optional<int64_t> m_opt, TensorOptions opts) {
   MINIDL_CHECK(m >= 0, "eye", "m must be greater or equal to 0, got ", m);
   const bool rg = opts.requires_grad_;
   const Device device = opts.device_;
-  // 1 where the row index equals the column index; built on the CPU, moved once.
-  Tensor out = cast(eq(arange(n).unsqueeze(1), arange(m).unsqueeze(0)), opts.dtype_).to(device);
+  // 1 where the row index equals the column index, built on the device.
+  const TensorOptions index = TensorOptions(DType::I64).device(device);
+  Tensor out = cast(eq(arange(0, static_cast<double>(n), 1, index).unsqueeze(1), arange(0, static_cast<double>(m), 1, index).unsqueeze(0)),
+                    opts.dtype_);
   if (rg) out.requires_grad_(true);
   return out;
 }

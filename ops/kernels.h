@@ -37,7 +37,7 @@ enum class BinaryOp : uint8_t {
   GeluTanhBackward,   // a * gelu'(b), b = input (tanh approximation)
   SoftplusBackward,   // a * sigmoid(alpha * b) (or a where alpha*b > scalar threshold), b = input
   // Modulo (integer and floating): Remainder has b's sign (Python's %), Fmod a's (C's fmod); the
-  // helpers below define them. DivFloor/DivTrunc (floating only): PyTorch's div(a, b, rounding_mode).
+  // helpers below define them. DivFloor/DivTrunc: PyTorch's div(a, b, rounding_mode) (integer forms below).
   Remainder, Fmod, DivFloor, DivTrunc,
   Atan2,  // atan2(a, b), floating only
 };

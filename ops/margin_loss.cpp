@@ -128,6 +128,8 @@ Tensor multi_margin_loss(const Tensor& input_arg, const Tensor& target, int64_t 
   const Tensor x = input.dim() == 1 ? input.reshape({1, -1}) : input;
   const Tensor y = target.reshape({-1, 1});
   const int64_t classes = x.size(1);
+  MINIDL_CHECK(!weight.defined() || (weight.dim() <= 1 && weight.numel() == classes), "multi_margin_loss",
+               "inconsistent weight size, expected ", classes, " but got ", weight.meta_str());
   // On the CPU the targets are checked here (the message names this loss); a device checks them in
   // gather's kernel without waiting (a deferred error naming gather).
   if (target.device().is_cpu() && target.numel() > 0)
@@ -138,7 +140,7 @@ Tensor multi_margin_loss(const Tensor& input_arg, const Tensor& target, int64_t 
   Tensor z = clamp(add(sub(x, x_y), margin), 0.0, std::nullopt);
   if (p == 2) z = mul(z, z);
   if (weight.defined()) z = mul(z, index_select(weight, 0, target.reshape({-1})).reshape({-1, 1}));
-  const Tensor not_target = ne(arange(classes).to(x.device()).reshape({1, -1}), y);
+  const Tensor not_target = ne(arange(0, static_cast<double>(classes), 1, TensorOptions(DType::I64).device(x.device())).reshape({1, -1}), y);
   Tensor loss = div(sum(where(not_target, z, zeros_like(z)), {1}), static_cast<double>(classes));
   loss = loss.reshape(target.shape());  // the unreduced loss has the target's shape, as PyTorch's
   return apply_reduction(loss, reduction);

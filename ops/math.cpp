@@ -36,8 +36,8 @@ std::vector<const amp::OpPolicy*> ops_detail::math_policies() {
 }
 
 namespace {
-// What a backward saves: the op's input or its result.
-enum class Save { Input, Output };
+// What a backward saves: the op's input, its result, or nothing.
+enum class Save { Input, Output, Nothing };
 // The input gradient from the output gradient g and the saved tensor.
 using GradFormula = Tensor (*)(const Tensor& g, const Tensor& saved);
 
@@ -49,8 +49,10 @@ Tensor math_op(UnaryOp op, const char* name, const char* node, const amp::OpPoli
   if (policy) in.emplace(*policy, TensorList{x_arg});
   const Tensor& x = policy ? (*in)[0] : x_arg;
   Tensor out = unary_forward(op, name, x);
-  autograd::record(node, {x}, {out}, {save == Save::Output ? autograd::output(out) : autograd::Saved(x)},
-                   [grad](const TensorList& g, const TensorList& s) { return TensorList{grad(g[0], s[0])}; });
+  std::vector<autograd::Saved> saved;
+  if (save != Save::Nothing) saved.push_back(save == Save::Output ? autograd::output(out) : autograd::Saved(x));
+  autograd::record(node, {x}, {out}, std::move(saved),
+                   [grad](const TensorList& g, const TensorList& s) { return TensorList{grad(g[0], s.empty() ? Tensor() : s[0])}; });
   return out;
 }
 
@@ -60,7 +62,7 @@ Tensor rounding_op(UnaryOp op, const char* name, const char* node, const Tensor&
   check_defined(x, name, "input");
   MINIDL_CHECK(x.dtype() != DType::Bool, name, "not implemented for 'Bool' (got ", x.meta_str(), ")");
   if (!x.is_floating_point()) return x.clone();
-  return math_op(op, name, node, nullptr, x, Save::Input, [](const Tensor& g, const Tensor&) { return zeros_like(g); });
+  return math_op(op, name, node, nullptr, x, Save::Nothing, [](const Tensor& g, const Tensor&) { return zeros_like(g); });
 }
 
 Tensor one_minus_square(const Tensor& x) { return rsub(mul(x, x), 1.0); }

@@ -72,6 +72,12 @@ MaxPoolResult adaptive_max_pool2d_with_indices(const Tensor& x, Size2 output_siz
 // output is the bias and its input gradient 0, as PyTorch's; in eval, 1/sqrt(0) is inf as there).
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), bool training = false, double momentum = 0.1, double eps = 1e-5);
+// torch.nn.functional.instance_norm: each (sample, channel) of x [N, C, *] normalized over its
+// spatial elements (use_input_stats) or with the running statistics [C]; given running statistics
+// are updated in place, with each sample's statistics averaged, as PyTorch's.
+Tensor instance_norm(const Tensor& x, const Tensor& running_mean = Tensor(), const Tensor& running_var = Tensor(),
+                     const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), bool use_input_stats = true,
+                     double momentum = 0.1, double eps = 1e-5);
 // relu(batch_norm(...)) as one op (not a torch.nn.functional name): the same output and running
 // stats bit for bit, gradients to the last bits of their f32/f64 sums (bit for bit in f16/bf16), one
 // autograd node (BatchNormReluBackward), and one pass fewer each way: the ReLU is applied as batch

@@ -288,6 +288,9 @@ Tensor flip(const Tensor& x, const std::vector<int64_t>& dims);
 Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats);
 // torch.roll: elements shifted along dims (wrapping around); no dims rolls the flattened tensor.
 Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims = {});
+// torch.nn.functional.pixel_shuffle / pixel_unshuffle: [*, C r^2, H, W] <-> [*, C, H r, W r].
+Tensor pixel_shuffle(const Tensor& x, int64_t upscale_factor);
+Tensor pixel_unshuffle(const Tensor& x, int64_t downscale_factor);
 
 // ---- diagonals and vector products (ops/diagonal.cpp), as torch's. diagonal puts the diagonal of
 // dims dim1 and dim2 (offset above (> 0) or below it) last; a new tensor, not a view. diag: a 1-D x

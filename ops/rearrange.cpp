@@ -1,6 +1,7 @@
-// Rearranging elements: flip (reversed along dims) and repeat (tiled), as compositions of
-// index_select, reshape and expand, so they run on every backend and differentiate to any order
-// through those ops' backward passes. Both return new tensors, as PyTorch's. Autocast policy: none.
+// Rearranging elements: flip (reversed along dims), repeat (tiled), roll (shifted with wrap-around)
+// and pixel_shuffle / pixel_unshuffle (channels to and from space), as compositions of index_select,
+// cat, reshape, permute and expand, so they run on every backend and differentiate to any order
+// through those ops' backward passes. Each returns a new tensor, as PyTorch's. Autocast: none.
 #include <set>
 
 #include "ops/common.h"
@@ -47,9 +48,6 @@ Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats) {
   return x.reshape(interleaved).expand(expanded).clone(MemoryFormat::Contiguous).reshape(merged);
 }
 
-}  // namespace minidl
-
-namespace minidl {
 
 Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims) {
   ops_detail::check_defined(x, "roll", "self");
@@ -71,6 +69,52 @@ Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vect
     if (s != 0) out = cat({out.narrow(d, n - s, s), out.narrow(d, 0, n - s)}, d);
   }
   return out.is_same(x) ? x.clone() : out;
+}
+
+
+Tensor pixel_shuffle(const Tensor& x, int64_t r) {
+  ops_detail::check_defined(x, "pixel_shuffle", "self");
+  MINIDL_CHECK(x.dim() >= 3, "pixel_shuffle", "pixel_shuffle expects input to have at least 3 dimensions, but got input with ",
+               x.dim(), " dimension(s)");
+  MINIDL_CHECK(r > 0, "pixel_shuffle", "pixel_shuffle expects a positive upscale_factor, but got ", r);
+  const int64_t c = x.size(-3), h = x.size(-2), w = x.size(-1);
+  MINIDL_CHECK(c % (r * r) == 0, "pixel_shuffle",
+               "pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but "
+               "input.size(-3)=", c, " is not divisible by ", r * r);
+  // [*, C r r, H, W] -> [*, C, r, r, H, W] -> [*, C, H, r, W, r] -> [*, C, H r, W r]
+  const Shape lead(x.shape().begin(), x.shape().end() - 3);
+  const int64_t k = static_cast<int64_t>(lead.size());
+  Shape split = lead;
+  split.insert(split.end(), {c / (r * r), r, r, h, w});
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < k; ++d) perm.push_back(d);
+  perm.insert(perm.end(), {k, k + 3, k + 1, k + 4, k + 2});
+  Shape out = lead;
+  out.insert(out.end(), {c / (r * r), h * r, w * r});
+  return x.reshape(split).permute(perm).reshape(out);
+}
+
+Tensor pixel_unshuffle(const Tensor& x, int64_t r) {
+  ops_detail::check_defined(x, "pixel_unshuffle", "self");
+  MINIDL_CHECK(x.dim() >= 3, "pixel_unshuffle", "pixel_unshuffle expects input to have at least 3 dimensions, but got input with ",
+               x.dim(), " dimension(s)");
+  MINIDL_CHECK(r > 0, "pixel_unshuffle", "pixel_unshuffle expects a positive downscale_factor, but got ", r);
+  const int64_t c = x.size(-3), h = x.size(-2), w = x.size(-1);
+  MINIDL_CHECK(h % r == 0, "pixel_unshuffle", "pixel_unshuffle expects height to be divisible by downscale_factor, but input.size(-2)=",
+               h, " is not divisible by ", r);
+  MINIDL_CHECK(w % r == 0, "pixel_unshuffle", "pixel_unshuffle expects width to be divisible by downscale_factor, but input.size(-1)=",
+               w, " is not divisible by ", r);
+  // [*, C, H r, W r] -> [*, C, H, r, W, r] -> [*, C, r, r, H, W] -> [*, C r r, H, W]
+  const Shape lead(x.shape().begin(), x.shape().end() - 3);
+  const int64_t k = static_cast<int64_t>(lead.size());
+  Shape split = lead;
+  split.insert(split.end(), {c, h / r, r, w / r, r});
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < k; ++d) perm.push_back(d);
+  perm.insert(perm.end(), {k, k + 2, k + 4, k + 1, k + 3});
+  Shape out = lead;
+  out.insert(out.end(), {c * r * r, h / r, w / r});
+  return x.reshape(split).permute(perm).reshape(out);
 }
 
 }  // namespace minidl

@@ -58,13 +58,14 @@ Tensor bincount(const Tensor& x, const Tensor& weights, int64_t minlength) {
     MINIDL_CHECK(weights.dim() == 1 && weights.size(0) == x.size(0), "bincount", "weights should be 1-d and have the same length as input");
     check_same_device("bincount", x, weights);
   }
-  // Integer or bool weights count in f64, floating ones in their dtype; no weights count in i64.
-  const DType dtype = !weights.defined() ? DType::I64 : (weights.is_floating_point() ? weights.dtype() : DType::F64);
+  // f32 weights sum in f32, any other weights in f64 (PyTorch's kernels); no weights count in i64.
+  const DType dtype = !weights.defined() ? DType::I64 : (weights.dtype() == DType::F32 ? DType::F32 : DType::F64);
   int64_t bins = minlength;
   if (x.numel() > 0) {
     NoGradGuard no_grad;
-    MINIDL_CHECK(amin(x).item_int() >= 0, "bincount", "bincount only supports 1-d non-negative integral inputs.");
-    bins = std::max(bins, amax(x).item_int() + 1);
+    const std::vector<int64_t> range = stack({amin(x), amax(x)}).to(Device::cpu()).to_vector<int64_t>();  // one read
+    MINIDL_CHECK(range[0] >= 0, "bincount", "bincount only supports 1-d non-negative integral inputs.");
+    bins = std::max(bins, range[1] + 1);
   }
   const TensorOptions opts = TensorOptions(dtype).device(x.device());
   if (x.numel() == 0) return zeros({bins}, opts);

@@ -142,6 +142,9 @@ TEST_CASE("zero vectors, errors and autocast rows as torch's", "[distance][loss]
   CHECK(multi_margin_loss(ones({1, 4}), scalar_tensor(1, DType::I64), 1, 1.0, Tensor(), Reduction::None).shape() == Shape{});
   CHECK(multi_margin_loss(ones({0, 4}), from_vector<int64_t>({}), 1, 1.0, Tensor(), Reduction::None).shape() == Shape{0});
   CHECK_THROWS_WITH(margin_ranking_loss(ones({2, 4}), ones({4}), ones({4})), Catch::Contains("All input tensors should have same dimension"));
+  CHECK_THROWS_WITH(multi_margin_loss(ones({2, 3}), from_vector<int64_t>({0, 1}), 1, 1.0, ones({4})),
+                    Catch::Contains("inconsistent weight size, expected 3"));
+  CHECK_THROWS_WITH(cdist(ones({2, 3}), from_vector<int64_t>({1, 2, 3}, {1, 3})), Catch::Contains("cdist"));
   // soft_margin_loss and cosine_embedding_loss broadcast, as torch's.
   CHECK(soft_margin_loss(ones({2, 3}), ones({3}), Reduction::None).shape() == Shape{2, 3});
   CHECK(cosine_embedding_loss(ones({3, 4}), ones({1, 4}), ones({3}), 0.0, Reduction::None).shape() == Shape{3});
@@ -198,5 +201,11 @@ TEST_CASE("the distance and loss modules call their ops with their options and p
   CHECK(tl.describe() == "TripletMarginLoss(margin=1.5, p=2, swap=True, reduction=mean)");
   CHECK(tl.clone_structure()->describe() == tl.describe());
   CHECK_THROWS_WITH(nn::MultiMarginLoss(3), Catch::Contains("only p == 1 and p == 2 supported"));
+  // A class weight is a buffer, as torch's: in the state dict, moved with the module.
+  nn::MultiMarginLoss weighted(1, 1.0, from_vector<double>({1.0, 2.0, 0.5}));
+  CHECK(weighted.state_dict().contains("weight"));
+  nn::MultiLabelSoftMarginLoss ml(from_vector<double>({1.0, 2.0, 0.5}));
+  CHECK(ml.state_dict().contains("weight"));
+  CHECK(nn::MultiLabelSoftMarginLoss().state_dict().contains("weight") == false);
   CHECK(same(nn::functional::normalize(a), normalize(a)));
 }

@@ -133,6 +133,9 @@ TEST_CASE("einsum: torch's errors, integer dtypes, and bmm's autocast row", "[ei
   CHECK(einsum("ij,jk->ik", {a32, b32}).dtype() == DType::I32);
   CHECK(einsum("i,i->", {cast(arange(3), DType::I32), cast(arange(3), DType::I32)}).dtype() == DType::I32);
   CHECK(einsum("ij->", {a32}).dtype() == DType::I64);
+  // A side summed early (i64) with an i32 side: the pair promotes, as torch's product does.
+  const Tensor k32 = cast(arange(4), DType::I32);
+  CHECK(einsum("ij,k->k", {a32, k32}).to_vector<int64_t>() == std::vector<int64_t>{0, 15, 30, 45});
   // Under autocast the products run as bmm does: in the low dtype.
   amp::autocast region(DeviceType::CPU, DType::BF16);
   CHECK(einsum("ij,jk->ik", {a, b}).dtype() == DType::BF16);

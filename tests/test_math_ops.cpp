@@ -385,6 +385,14 @@ TEST_CASE("second derivatives through the piecewise-linear activations are zero,
   }
 }
 
+TEST_CASE("selu and celu pass a NaN input's gradient as the positive branch, as PyTorch's elu_backward", "[math][activation]") {
+  Tensor x = from_vector<double>({kNaN, -1.0}).requires_grad_();
+  sum(add(selu(x), celu(x, 0.5))).backward();
+  const Vec g = x.grad().to_vector<double>();
+  CHECK(g[0] == Approx(1.0507009873554805 + 1.0));
+  CHECK(std::isfinite(g[1]));
+}
+
 TEST_CASE("argument errors name the op and the problem, as torch's", "[math][activation]") {
   CHECK_THROWS_WITH(celu(ones({2}), 0.0), Catch::Contains("celu") && Catch::Contains("alpha cannot be 0 for CELU"));
   CHECK_THROWS_WITH(softshrink(ones({2}), -1.0), Catch::Contains("lambda must be greater or equal to 0, but found to be -1"));

@@ -159,6 +159,10 @@ TEST_CASE("roll, diagonal, diag, trace, outer and dot as torch's", "[more_ops]")
   CHECK_THROWS_WITH(trace(ones({2, 2}, DType::Bool)), Catch::Contains("trace") && Catch::Contains("not implemented for 'Bool'"));
   CHECK_THROWS_WITH(logical_and(ones({2}), ones({3})), Catch::Contains("logical_and"));
   CHECK_THROWS_WITH(roll(scalar_tensor(1.0), {1}, {0}), Catch::Contains("roll"));
+  // A new tensor in every layout: writing into it leaves x unchanged.
+  Tensor square = arange(9, DType::F64).reshape({3, 3});
+  diagonal(square).fill_(-1.0);
+  CHECK(square.to_vector<double>() == arange(9, DType::F64).to_vector<double>());
   // Gradients flow back to the diagonal's elements only.
   Tensor x = ones({3, 4}, DType::F64).requires_grad_();
   sum(mul(diagonal(x, 1), from_vector<double>({1, 2, 3}))).backward();

@@ -63,6 +63,11 @@ TEST_CASE("bincount counts and sums weights as torch's", "[selection]") {
   CHECK(wf.dtype() == DType::F32);
   CHECK(wf.to_vector<double>() == std::vector<double>{0, 0.5, 0, 3});
   CHECK(bincount(x, from_vector<int64_t>({1, 2, 3})).dtype() == DType::F64);
+  // f16 weights sum in f64 (PyTorch's kernels keep only f32), so counts past 2048 stay exact.
+  const Tensor many = zeros({3000}, DType::I64);
+  const Tensor w16 = bincount(many, ones({3000}, DType::F16));
+  CHECK(w16.dtype() == DType::F64);
+  CHECK(w16.to_vector<double>() == std::vector<double>{3000});
   CHECK(bincount(from_vector<uint8_t>({1, 3, 3})).dtype() == DType::I64);
   CHECK(bincount(from_vector<int64_t>({})).shape() == Shape{0});
   CHECK_THROWS_WITH(bincount(from_vector<int64_t>({-1})), Catch::Contains("bincount only supports 1-d non-negative integral inputs"));
