@@ -1,6 +1,8 @@
 // InstanceNorm1d / InstanceNorm2d (nn/instance_norm.h).
 #include "nn/instance_norm.h"
 
+#include <typeinfo>
+
 #include "framework/error.h"
 #include "ops/nn_ops.h"
 #include "ops/ops.h"
@@ -38,8 +40,11 @@ std::string InstanceNorm::describe() const {
                         weight.defined() ? "True" : "False", ", track_running_stats=", track_running_stats_ ? "True" : "False", ")");
 }
 
-ModulePtr InstanceNorm::clone_structure() const {
-  return std::make_shared<InstanceNorm>(features_, spatial_dims_, eps_, momentum_, weight.defined(), track_running_stats_);
+ModulePtr InstanceNorm::clone_structure() const {  // the same dynamic type: replicas are checked by type
+  const bool affine = weight.defined(), track = track_running_stats_;
+  if (typeid(*this) == typeid(InstanceNorm1d)) return std::make_shared<InstanceNorm1d>(features_, eps_, momentum_, affine, track);
+  if (typeid(*this) == typeid(InstanceNorm2d)) return std::make_shared<InstanceNorm2d>(features_, eps_, momentum_, affine, track);
+  return std::make_shared<InstanceNorm>(features_, spatial_dims_, eps_, momentum_, affine, track);
 }
 
 }  // namespace minidl::nn

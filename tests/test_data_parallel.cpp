@@ -320,6 +320,9 @@ TEST_CASE("DataParallel replication: every built-in layer's clone_structure() ke
   all->push_back(std::make_shared<Hardshrink>(0.75));
   all->push_back(std::make_shared<Threshold>(0.1, 20.0));
   all->push_back(std::make_shared<GLU>(1));
+  all->push_back(std::make_shared<InstanceNorm2d>(4, 1e-3, 0.2, true, true));
+  all->push_back(std::make_shared<PixelShuffle>(2));
+  all->push_back(std::make_shared<MultiMarginLoss>(2, 0.5, ones({3})));
   all->push_back(std::make_shared<Softmax>(0));
   all->push_back(std::make_shared<LogSoftmax>(1));
   all->push_back(std::make_shared<MaxPool2d>(3, 2, 1));
