@@ -461,9 +461,12 @@ TEST_CASE("a small CNN with the new activations trains: the loss falls under bf1
                      std::make_shared<nn::Mish>(), std::make_shared<nn::Flatten>(), std::make_shared<nn::Linear>(4 * 6 * 6, 3));
   Tensor images = randn({12, 1, 6, 6});
   Tensor labels = randint(0, 3, {12});
-  optim::SGD opt(net.parameters(), optim::SGDOptions(0.05).momentum(0.9));
+  // Adam memorises the 12 samples (the loss ends 1e-4 to 1e-7 of the first over seeds 0-11 here):
+  // unlike SGD with momentum, whose 30-step end ratio spread 0.02-0.49 over those seeds and moved
+  // past 0.5 with another compiler's roundings, the check below has orders of magnitude to spare.
+  optim::Adam opt(net.parameters(), optim::AdamOptions(0.01));
   double first = 0, last = 0;
-  for (int step = 0; step < 30; ++step) {
+  for (int step = 0; step < 60; ++step) {
     opt.zero_grad();
     Tensor loss;
     {
@@ -476,5 +479,5 @@ TEST_CASE("a small CNN with the new activations trains: the loss falls under bf1
   }
   INFO("first loss " << first << ", last " << last);
   CHECK(std::isfinite(last));
-  CHECK(last < 0.5 * first);
+  CHECK(last < 0.01 * first);
 }
