@@ -91,7 +91,8 @@ std::vector<const OpPolicy*> declared_policies() {
                       ops_detail::attention_policies, ops_detail::pointwise_loss_policies,
                       ops_detail::pad_policies, ops_detail::scan_policies, ops_detail::index_policies,
                       ops_detail::math_policies, ops_detail::diagonal_policies,
-                      ops_detail::distance_policies, ops_detail::margin_loss_policies})
+                      ops_detail::distance_policies, ops_detail::margin_loss_policies,
+                      ops_detail::recurrent_policies})
     for (const OpPolicy* p : family()) rows.push_back(p);
   return rows;
 }

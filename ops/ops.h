@@ -384,3 +384,4 @@ inline Tensor operator*(double a, const Tensor& b) { return mul(b, a); }
 }  // namespace minidl
 #include "ops/nn_ops.h"  // conv, pooling, batch norm, dropout2d
 #include "ops/sequence_ops.h"  // layer/group/rms norm, embedding, conv1d, attention
+#include "ops/recurrent.h"  // RNN, LSTM and GRU cells and sequences

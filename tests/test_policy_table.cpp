@@ -96,6 +96,14 @@ const std::map<std::string, std::function<void()>>& op_calls() {
       {"group_norm", [] { group_norm(rand_t({2, 4, 2}), 2, rand_t({4}), rand_t({4})); }},
       {"conv1d", [] { conv1d(rand_t({1, 1, 4}), rand_t({1, 1, 3}), rand_t({1})); }},
       {"scaled_dot_product_attention", [] { scaled_dot_product_attention(rand_t({2, 3}), rand_t({2, 3}), rand_t({2, 3})); }},
+      {"rnn_tanh_cell", [] { rnn_tanh_cell(rand_t({2, 3}), rand_t({2, 2}), rand_t({2, 3}), rand_t({2, 2})); }},
+      {"rnn_relu_cell", [] { rnn_relu_cell(rand_t({2, 3}), rand_t({2, 2}), rand_t({2, 3}), rand_t({2, 2})); }},
+      {"lstm_cell", [] { lstm_cell(rand_t({2, 3}), rand_t({2, 2}), rand_t({2, 2}), rand_t({8, 3}), rand_t({8, 2})); }},
+      {"gru_cell", [] { gru_cell(rand_t({2, 3}), rand_t({2, 2}), rand_t({6, 3}), rand_t({6, 2})); }},
+      {"rnn_tanh", [] { recurrent(RecurrentMode::RNNTanh, rand_t({2, 1, 3}), Tensor(), Tensor(), {{rand_t({2, 3}), rand_t({2, 2}), Tensor(), Tensor()}}); }},
+      {"rnn_relu", [] { recurrent(RecurrentMode::RNNReLU, rand_t({2, 1, 3}), Tensor(), Tensor(), {{rand_t({2, 3}), rand_t({2, 2}), Tensor(), Tensor()}}); }},
+      {"lstm", [] { recurrent(RecurrentMode::LSTM, rand_t({2, 1, 3}), Tensor(), Tensor(), {{rand_t({8, 3}), rand_t({8, 2}), Tensor(), Tensor()}}); }},
+      {"gru", [] { recurrent(RecurrentMode::GRU, rand_t({2, 1, 3}), Tensor(), Tensor(), {{rand_t({6, 3}), rand_t({6, 2}), Tensor(), Tensor()}}); }},
   };
   return calls;
 }
