@@ -18,7 +18,8 @@
 #   test_cuda, test_cuda_cnn   30 + 30   the [cuda] tests with MINIDL_EXPECT_GPU=1 (a skip fails)
 #   test_cuda_deferred    12   no host wait in the CUDA losses; bad targets/indices reported at the next wait
 #   test_cuda_elsewhere   30   the [cuda] cases of the other test files (foreach, losses, nn options,
-#                              tensor gaps, DataParallel on CUDA devices, sort/topk/cumsum/scatter_add); added after the H200 runs
+#                              tensor gaps, DataParallel on CUDA devices, sort/topk/cumsum/scatter_add, the math
+#                              ops, einsum, distances and margin losses, selections, RNN/LSTM/GRU); added after the H200 runs
 #   nccl                  15   test_dist_nccl as a world of one (NCCL collectives, DDP on CUDA)
 #   memcheck_cuda, memcheck_cuda_cnn   28 + 28   compute-sanitizer --tool memcheck over the kernel
 #                              tests (not [train]), when compute-sanitizer exists
