@@ -10,50 +10,26 @@
 #pragma once
 #include <utility>
 
+#include "optim/moment_options.h"
 #include "optim/optimizer.h"
 
 namespace minidl::optim {
 
-// The hyper-parameters Adam and AdamW share; Derived is the concrete options type, so chained
-// setters keep it.
+// Adam and AdamW add amsgrad to the family's options.
 template <class Derived>
-struct AdamOptionsBase : OptimizerOptions {
-  std::pair<double, double> betas_ = {0.9, 0.999};  // decay rates of the first and second moments
-  double eps_ = 1e-8;                               // added to the denominator
-  double weight_decay_ = 0.0;                       // L2 (Adam) or decoupled (AdamW) weight decay
-  bool amsgrad_ = false;                            // use the maximum of past second moments
-  bool maximize_ = false;                           // maximize the objective instead of minimizing
+struct AdamOptionsBase : MomentOptionsBase<Derived> {
+  bool amsgrad_ = false;  // use the maximum of past second moments
 
-  Derived& lr(double v) { lr_ = v; return self(); }
-  Derived& betas(std::pair<double, double> v) { betas_ = v; return self(); }
-  Derived& eps(double v) { eps_ = v; return self(); }
-  Derived& weight_decay(double v) { weight_decay_ = v; return self(); }
-  Derived& amsgrad(bool v) { amsgrad_ = v; return self(); }
-  Derived& maximize(bool v) { maximize_ = v; return self(); }
-
-  std::unique_ptr<OptimizerOptions> clone() const override { return std::make_unique<Derived>(self()); }
+  Derived& amsgrad(bool v) { amsgrad_ = v; return this->self(); }
   Json to_json() const override {
-    Json j = Json::object();
-    j["lr"] = lr_;
-    j["betas"] = Json::array({betas_.first, betas_.second});
-    j["eps"] = eps_;
-    j["weight_decay"] = weight_decay_;
+    Json j = MomentOptionsBase<Derived>::to_json();
     j["amsgrad"] = amsgrad_;
-    j["maximize"] = maximize_;
     return j;
   }
   void from_json(const Json& j) override {
-    lr_ = j.get("lr", lr_);
-    if (const Json* b = j.find("betas")) betas_ = {(*b)[0].as_double(), (*b)[1].as_double()};
-    eps_ = j.get("eps", eps_);
-    weight_decay_ = j.get("weight_decay", weight_decay_);
+    MomentOptionsBase<Derived>::from_json(j);
     amsgrad_ = j.get("amsgrad", amsgrad_);
-    maximize_ = j.get("maximize", maximize_);
   }
-
- private:
-  Derived& self() { return static_cast<Derived&>(*this); }
-  const Derived& self() const { return static_cast<const Derived&>(*this); }
 };
 
 struct AdamOptions : AdamOptionsBase<AdamOptions> {

@@ -1,12 +1,17 @@
-// optim::RMSprop and optim::Adagrad: options, validation and the steps, written in element-wise
+// optim::RMSprop, optim::Adagrad and optim::Adadelta: options, validation and the steps, written in element-wise
 // ops on the detached parameter and state tensors (torch.optim's single-tensor form, op for op).
 #include "optim/adaptive.h"
 
 #include "framework/error.h"
 #include "framework/grad_mode.h"
 #include "ops/ops.h"
+#include "optim/param_update.h"
 
 namespace minidl::optim {
+
+using detail::decay_square_into;
+using detail::effective_grad;
+using detail::state_buffer;
 
 Json RMSpropOptions::to_json() const {
   Json j = Json::object();
@@ -50,7 +55,31 @@ void AdagradOptions::from_json(const Json& j) {
   maximize_ = j.get("maximize", maximize_);
 }
 
+Json AdadeltaOptions::to_json() const {
+  Json j = Json::object();
+  j["lr"] = lr_;
+  j["rho"] = rho_;
+  j["eps"] = eps_;
+  j["weight_decay"] = weight_decay_;
+  j["maximize"] = maximize_;
+  return j;
+}
+
+void AdadeltaOptions::from_json(const Json& j) {
+  lr_ = j.get("lr", lr_);
+  rho_ = j.get("rho", rho_);
+  eps_ = j.get("eps", eps_);
+  weight_decay_ = j.get("weight_decay", weight_decay_);
+  maximize_ = j.get("maximize", maximize_);
+}
+
 namespace {
+void validate(const AdadeltaOptions& o) {
+  MINIDL_CHECK(o.lr_ >= 0.0, "Adadelta", "Invalid learning rate: ", o.lr_);
+  MINIDL_CHECK(o.rho_ >= 0.0 && o.rho_ <= 1.0, "Adadelta", "Invalid rho value: ", o.rho_);
+  MINIDL_CHECK(o.eps_ >= 0.0, "Adadelta", "Invalid epsilon value: ", o.eps_);
+  MINIDL_CHECK(o.weight_decay_ >= 0.0, "Adadelta", "Invalid weight_decay value: ", o.weight_decay_);
+}
 void validate(const RMSpropOptions& o) {
   MINIDL_CHECK(o.lr_ >= 0.0, "RMSprop", "Invalid learning rate: ", o.lr_);
   MINIDL_CHECK(o.eps_ >= 0.0, "RMSprop", "Invalid epsilon value: ", o.eps_);
@@ -67,23 +96,6 @@ void validate(const AdagradOptions& o) {
   MINIDL_CHECK(o.eps_ >= 0.0, "Adagrad", "Invalid epsilon value: ", o.eps_);
 }
 
-// The gradient as the update sees it: in the parameter's dtype, negated when maximizing, plus the
-// L2 term.
-Tensor effective_grad(const Tensor& param, const Tensor& p, bool maximize, double weight_decay) {
-  Tensor g = param.grad().detach();
-  if (g.dtype() != p.dtype()) g = g.to(p.dtype());
-  if (maximize) g = neg(g);
-  if (weight_decay != 0.0) g = add(g, p, weight_decay);
-  return g;
-}
-
-// The named state buffer, created (filled with `init`) when missing.
-Tensor buffer(ParamState& st, const char* name, const Tensor& like, double init) {
-  if (const Tensor* b = st.buffers.find(name)) return *b;
-  Tensor b = full_like(like, init);
-  st.buffers.set(name, b);
-  return b;
-}
 }  // namespace
 
 RMSprop::RMSprop(std::vector<ParamGroup> groups, const RMSpropOptions& defaults)
@@ -101,19 +113,18 @@ void RMSprop::step() {
       const Tensor g = effective_grad(param, p, o.maximize_, o.weight_decay_);
       ParamState& st = state(param);
       ++st.step;
-      Tensor square_avg = buffer(st, "square_avg", p, 0.0);
-      square_avg.mul_(o.alpha_);
-      square_avg.add_(mul(g, g), 1.0 - o.alpha_);
+      Tensor square_avg = state_buffer(st, "square_avg", p, 0.0);
+      decay_square_into(square_avg, g, o.alpha_);
       Tensor avg;
       if (o.centered_) {
-        Tensor grad_avg = buffer(st, "grad_avg", p, 0.0);
+        Tensor grad_avg = state_buffer(st, "grad_avg", p, 0.0);
         grad_avg.add_(sub(g, grad_avg), 1.0 - o.alpha_);  // lerp(grad_avg, g, 1 - alpha)
         avg = add(sqrt(sub(square_avg, mul(grad_avg, grad_avg))), o.eps_);
       } else {
         avg = add(sqrt(square_avg), o.eps_);
       }
       if (o.momentum_ > 0.0) {
-        Tensor buf = buffer(st, "momentum_buffer", p, 0.0);
+        Tensor buf = state_buffer(st, "momentum_buffer", p, 0.0);
         buf.mul_(o.momentum_);
         buf.add_(div(g, avg));
         p.add_(buf, -o.lr_);
@@ -131,7 +142,7 @@ Adagrad::Adagrad(std::vector<ParamGroup> groups, const AdagradOptions& defaults)
   for (const auto& g : param_groups()) {
     const auto& o = options_of<AdagradOptions>(g);
     validate(o);
-    for (const Tensor& param : g.params) buffer(state(param), "sum", param.detach(), o.initial_accumulator_value_);
+    for (const Tensor& param : g.params) state_buffer(state(param), "sum", param.detach(), o.initial_accumulator_value_);
   }
 }
 
@@ -146,9 +157,34 @@ void Adagrad::step() {
       ParamState& st = state(param);
       ++st.step;
       const double clr = o.lr_ / (1.0 + static_cast<double>(st.step - 1) * o.lr_decay_);
-      Tensor sum_sq = buffer(st, "sum", p, o.initial_accumulator_value_);
+      Tensor sum_sq = state_buffer(st, "sum", p, o.initial_accumulator_value_);
       sum_sq.add_(mul(g, g));
       p.add_(div(g, add(sqrt(sum_sq), o.eps_)), -clr);
+    }
+  }
+}
+
+Adadelta::Adadelta(std::vector<ParamGroup> groups, const AdadeltaOptions& defaults)
+    : Optimizer("Adadelta", std::move(groups), defaults.clone()) {
+  for (const auto& g : param_groups()) validate(options_of<AdadeltaOptions>(g));
+}
+
+void Adadelta::step() {
+  NoGradGuard ng;
+  for (const auto& group : param_groups()) {
+    const auto& o = options_of<AdadeltaOptions>(group);
+    for (const Tensor& param : group.params) {
+      if (!param.grad().defined()) continue;
+      const Tensor p = param.detach();
+      const Tensor g = effective_grad(param, p, o.maximize_, o.weight_decay_);
+      ParamState& st = state(param);
+      ++st.step;
+      Tensor square_avg = state_buffer(st, "square_avg", p, 0.0);
+      Tensor acc_delta = state_buffer(st, "acc_delta", p, 0.0);
+      decay_square_into(square_avg, g, o.rho_);
+      const Tensor delta = mul(div(sqrt(add(acc_delta, o.eps_)), sqrt(add(square_avg, o.eps_))), g);
+      decay_square_into(acc_delta, delta, o.rho_);
+      p.add_(delta, -o.lr_);
     }
   }
 }

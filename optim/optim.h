@@ -1,9 +1,10 @@
 // The optim layer in one include: Optimizer with param groups and state dicts, SGD, Adam, AdamW,
-// RMSprop, Adagrad, the learning-rate schedules and ReduceLROnPlateau.
+// RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam, the learning-rate schedules and ReduceLROnPlateau.
 #pragma once
 #include "optim/adam.h"
 #include "optim/optimizer.h"
 #include "optim/plateau.h"
+#include "optim/adam_variants.h"
 #include "optim/adaptive.h"
 #include "optim/factor_schedulers.h"
 #include "optim/scheduler.h"

@@ -166,12 +166,16 @@ void Optimizer::load_state_dict(const StateDict& sd) {
     const size_t id = parse_index(tname.substr(6, dot - 6), op, "tensor '" + tname + "'");
     MINIDL_CHECK(id < params.size() && params[id].defined(), op, "state tensor '", tname, "' names an unknown parameter");
     const Tensor& p = params[id];
-    MINIDL_CHECK(t.shape() == p.shape(), op, "state tensor '", tname, "' has shape ", shape_str(t.shape()),
-                 " but the parameter has shape ", shape_str(p.shape()));
+    // A 0-dim state (NAdam's mu_product) is a per-parameter scalar that the step reads on the host:
+    // it stays an f32 CPU tensor, as its optimizer created it.
+    const bool scalar_state = is_scalar_state(tname.substr(dot + 1));
+    const Shape want = scalar_state ? Shape{} : p.shape();
+    MINIDL_CHECK(t.shape() == want, op, "state tensor '", tname, "' has shape ", shape_str(t.shape()), " but ",
+                 scalar_state ? "a scalar state has shape []" : "the parameter has shape " + shape_str(p.shape()));
     // Like PyTorch: floating state follows the parameter's dtype and device. Always a private copy.
     Tensor v = t.detach();
-    if (v.is_floating_point()) v = v.to(p.dtype());
-    v = v.to(p.device());
+    if (v.is_floating_point()) v = v.to(scalar_state ? DType::F32 : p.dtype());
+    v = v.to(scalar_state ? Device::cpu() : p.device());
     if (v.impl()->storage == t.impl()->storage) v = v.clone(MemoryFormat::Contiguous);
     new_state[p.impl()].buffers.set(tname.substr(dot + 1), v.contiguous());
   }

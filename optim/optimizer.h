@@ -95,6 +95,9 @@ class Optimizer {
   void load_state_dict(const StateDict& state);
 
  protected:
+  // A buffer name whose state is one value per parameter, kept as a 0-dim f32 CPU tensor (NAdam's
+  // "mu_product"); every other buffer has its parameter's shape.
+  virtual bool is_scalar_state(const std::string& /*buffer*/) const { return false; }
   // Refuses an empty list of groups (PyTorch: "optimizer got an empty parameter list").
   Optimizer(std::string name, std::vector<ParamGroup> groups, std::unique_ptr<OptimizerOptions> defaults);
   // The groups of a plain parameter list: one group, or none when the list is empty (an error, as
