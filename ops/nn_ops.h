@@ -64,6 +64,20 @@ Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size);
 Tensor adaptive_max_pool2d(const Tensor& x, Size2 output_size);
 MaxPoolResult adaptive_max_pool2d_with_indices(const Tensor& x, Size2 output_size);
 
+// ---- 1-D pooling (ops/pool1d.cpp): x [N, C, L] or unbatched [C, L]; the 2-D ops over a height of
+// 1 (the same kernels and gradients; the 2-D ops' autocast rows apply). stride 0 means the kernel
+// size. An output length under 1 is an error (PyTorch 1.13 returns an empty tensor for max_pool1d and
+// an output_size of 0).
+Tensor max_pool1d(const Tensor& x, int64_t kernel_size, int64_t stride = 0, int64_t padding = 0, int64_t dilation = 1,
+                  bool ceil_mode = false);
+MaxPoolResult max_pool1d_with_indices(const Tensor& x, int64_t kernel_size, int64_t stride = 0, int64_t padding = 0,
+                                      int64_t dilation = 1, bool ceil_mode = false);  // indices into L
+Tensor avg_pool1d(const Tensor& x, int64_t kernel_size, int64_t stride = 0, int64_t padding = 0, bool ceil_mode = false,
+                  bool count_include_pad = true);
+Tensor adaptive_avg_pool1d(const Tensor& x, int64_t output_size);
+Tensor adaptive_max_pool1d(const Tensor& x, int64_t output_size);
+MaxPoolResult adaptive_max_pool1d_with_indices(const Tensor& x, int64_t output_size);
+
 // ---- normalization (ops/batch_norm.cpp)
 // x [N, C, ...] (2-D or more). training: normalize with the batch mean and biased variance and, when
 // running stats are given, update them in place: running = (1 - momentum) * running + momentum *
