@@ -1,10 +1,13 @@
 // torch.nn.init formulas on top of rand/randn.
 #include "nn/init.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "framework/grad_mode.h"
 #include "framework/error.h"
+#include "framework/warning.h"
 #include "ops/ops.h"
 
 namespace minidl::nn::init {
@@ -98,6 +101,75 @@ const Tensor& xavier_normal_(const Tensor& tensor, double gain, Generator* gen) 
   auto [in, out] = calculate_fan_in_and_fan_out(tensor);
   const double std = gain * std::sqrt(2.0 / static_cast<double>(in + out));
   return normal_(tensor, 0.0, std, gen);
+}
+
+const Tensor& trunc_normal_(const Tensor& tensor, double mean, double std, double a, double b, Generator* gen) {
+  MINIDL_CHECK(tensor.is_floating_point(), "trunc_normal_", "expected a floating point tensor, got ", tensor.meta_str());
+  MINIDL_CHECK(std > 0 && a < b, "trunc_normal_", "expects std > 0 and a < b, got std=", std, ", a=", a, ", b=", b);
+  if (mean < a - 2 * std || mean > b + 2 * std)
+    warn("trunc_normal_: mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values may "
+         "be incorrect.");
+  auto cdf = [](double x) { return (1.0 + std::erf(x / std::sqrt(2.0))) / 2.0; };
+  const double lo = cdf((a - mean) / std), hi = cdf((b - mean) / std);
+  NoGradGuard ng;
+  // Drawn and transformed in f64 (f32 for f32 tensors, as PyTorch's in-place ops on the tensor).
+  const DType dtype = tensor.dtype() == DType::F64 ? DType::F64 : DType::F32;
+  Tensor u = rand(tensor.shape(), TensorOptions(dtype).device(tensor.device()), gen);
+  Tensor v = erfinv(add(mul(u, 2 * hi - 2 * lo), 2 * lo - 1));
+  tensor.detach().copy_(clamp(add(mul(v, std * std::sqrt(2.0)), mean), a, b));
+  return tensor;
+}
+
+const Tensor& eye_(const Tensor& tensor) {
+  MINIDL_CHECK(tensor.dim() == 2, "eye_", "Only tensors with 2 dimensions are supported, got ", tensor.meta_str());
+  NoGradGuard ng;
+  tensor.detach().copy_(eye(tensor.size(0), tensor.size(1), TensorOptions(tensor.dtype()).device(tensor.device())));
+  return tensor;
+}
+
+const Tensor& dirac_(const Tensor& tensor, int64_t groups) {
+  MINIDL_CHECK(tensor.dim() >= 3 && tensor.dim() <= 5, "dirac_", "Only tensors with 3, 4, or 5 dimensions are supported, "
+               "got ", tensor.meta_str());
+  MINIDL_CHECK(groups > 0 && tensor.size(0) % groups == 0, "dirac_", "dim 0 must be divisible by groups, got ",
+               tensor.size(0), " and groups ", groups);
+  NoGradGuard ng;
+  const TensorOptions opts = TensorOptions(tensor.dtype()).device(tensor.device());
+  const int64_t out = tensor.size(0), in = tensor.size(1), per_group = out / groups;
+  // The [out, in] pattern (an identity per group), then placed at the kernel's centre of a flattened
+  // kernel: the centre of each spatial dim is size / 2, so its flat index is the row-major sum.
+  std::vector<Tensor> blocks(static_cast<size_t>(groups), eye(per_group, in, opts));
+  const Tensor pattern = cat(blocks, 0).unsqueeze(-1);
+  int64_t kernel = 1, centre = 0;
+  for (int64_t d = 2; d < tensor.dim(); ++d) {
+    kernel *= tensor.size(d);
+    centre = centre * tensor.size(d) + tensor.size(d) / 2;
+  }
+  const Tensor flat = cat({zeros({out, in, centre}, opts), pattern, zeros({out, in, kernel - centre - 1}, opts)}, 2);
+  tensor.detach().copy_(flat.reshape(tensor.shape()));
+  return tensor;
+}
+
+const Tensor& orthogonal_(const Tensor& tensor, double gain, Generator* gen) {
+  MINIDL_CHECK(tensor.dim() >= 2, "orthogonal_", "Only tensors with 2 or more dimensions are supported, got ",
+               tensor.meta_str());
+  if (tensor.numel() == 0) return tensor;
+  const int64_t rows = tensor.size(0), cols = tensor.numel() / rows;
+  NoGradGuard ng;
+  // Orthonormal columns of a tall [n, k] normal matrix (the transpose when rows < cols).
+  const int64_t n = std::max(rows, cols), k = std::min(rows, cols);
+  Tensor a = randn({n, k}, TensorOptions(DType::F64), gen);
+  std::vector<Tensor> q;
+  for (int64_t j = 0; j < k; ++j) {
+    Tensor v = a.select(1, j);
+    // Modified Gram-Schmidt, twice ("twice is enough" for orthogonality to rounding level).
+    for (int pass = 0; pass < 2; ++pass)
+      for (const Tensor& u : q) v = sub(v, mul(u, dot(u, v)));
+    q.push_back(div(v, norm(v)));
+  }
+  Tensor m = stack(q, 1);  // [n, k]
+  if (rows < cols) m = m.t();
+  tensor.detach().copy_(mul(m, gain).reshape(tensor.shape()).to(tensor.device()));
+  return tensor;
 }
 
 }  // namespace minidl::nn::init

@@ -40,4 +40,19 @@ const Tensor& xavier_uniform_(const Tensor& tensor, double gain = 1.0, Generator
 // N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out)).
 const Tensor& xavier_normal_(const Tensor& tensor, double gain = 1.0, Generator* gen = nullptr);
 
+// N(mean, std^2) truncated to [a, b], by PyTorch's inverse-CDF method: U(2 Phi(a') - 1, 2 Phi(b') - 1),
+// erfinv, times std sqrt(2), plus mean, clamped to [a, b] (a' and b' the standardized bounds).
+const Tensor& trunc_normal_(const Tensor& tensor, double mean = 0.0, double std = 1.0, double a = -2.0, double b = 2.0,
+                            Generator* gen = nullptr);
+// A 2-D tensor as the identity (ones on the main diagonal of a non-square matrix too).
+const Tensor& eye_(const Tensor& tensor);
+// A 3-, 4- or 5-D convolution weight [out, in, *kernel] that passes its input through: 1 at the
+// kernel's centre from input channel d to output channel d of each of `groups` groups, else 0.
+const Tensor& dirac_(const Tensor& tensor, int64_t groups = 1);
+// A (semi-)orthogonal matrix of the tensor's [size(0), numel / size(0)] view, times gain: the Q of
+// the QR decomposition of a standard normal matrix, with R's diagonal made positive (PyTorch's
+// convention). Computed in f64 by Gram-Schmidt with reorthogonalisation (not LAPACK's Householder
+// QR), so a seeded generator gives other values than PyTorch's, from the same distribution.
+const Tensor& orthogonal_(const Tensor& tensor, double gain = 1.0, Generator* gen = nullptr);
+
 }  // namespace minidl::nn::init
