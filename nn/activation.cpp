@@ -68,6 +68,19 @@ Tensor LogSoftmax::forward(const Tensor& input) {
   auto scope = forward_scope();
   return log_softmax(input, dim);
 }
+Tensor Softmin::forward(const Tensor& input) {
+  auto scope = forward_scope();
+  return softmax(neg(input), dim);
+}
+std::string Softmin::describe() const { return detail::concat("Softmin(dim=", dim, ")"); }
+
+Tensor Softmax2d::forward(const Tensor& input) {
+  auto scope = forward_scope();
+  MINIDL_CHECK(input.dim() == 3 || input.dim() == 4, "Softmax2d", "Softmax2d: expected input to be 3D or 4D, got ",
+               input.dim(), "D instead");
+  return softmax(input, -3);
+}
+
 std::string LogSoftmax::describe() const { return detail::concat("LogSoftmax(dim=", dim, ")"); }
 
 }  // namespace minidl::nn

@@ -145,6 +145,26 @@ class Softmax : public Layer {
   int64_t dim;
 };
 
+// softmax(-x) along dim.
+class Softmin : public Layer {
+ public:
+  explicit Softmin(int64_t dim) : dim(dim) {}
+  Tensor forward(const Tensor& input) override;
+  std::string type_name() const override { return "Softmin"; }
+  ModulePtr clone_structure() const override { return std::make_shared<Softmin>(dim); }
+  std::string describe() const override;  // "Softmin(dim=1)"
+  int64_t dim;
+};
+
+// Softmax over the channels of [N, C, H, W] or [C, H, W] (dim -3).
+class Softmax2d : public Layer {
+ public:
+  Tensor forward(const Tensor& input) override;
+  std::string type_name() const override { return "Softmax2d"; }
+  ModulePtr clone_structure() const override { return std::make_shared<Softmax2d>(); }
+  std::string describe() const override { return "Softmax2d()"; }
+};
+
 class LogSoftmax : public Layer {
  public:
   explicit LogSoftmax(int64_t dim) : dim(dim) {}

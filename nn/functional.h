@@ -40,6 +40,7 @@ inline Tensor threshold(const Tensor& x, double threshold, double value) { retur
 inline Tensor glu(const Tensor& x, int64_t dim = -1) { return minidl::glu(x, dim); }
 inline Tensor softmax(const Tensor& x, int64_t dim) { return minidl::softmax(x, dim); }
 inline Tensor log_softmax(const Tensor& x, int64_t dim) { return minidl::log_softmax(x, dim); }
+inline Tensor softmin(const Tensor& x, int64_t dim) { return minidl::softmax(minidl::neg(x), dim); }
 
 // ---- layers
 inline Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor()) {
@@ -92,9 +93,11 @@ inline Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tenso
 }
 
 // distances and margin/embedding losses: the ops of ops/ops.h under their torch.nn.functional names
+using minidl::bilinear;
 using minidl::cdist;
 using minidl::cosine_embedding_loss;
 using minidl::cosine_similarity;
+using minidl::gaussian_nll_loss;
 using minidl::hinge_embedding_loss;
 using minidl::margin_ranking_loss;
 using minidl::multi_margin_loss;

@@ -1,5 +1,6 @@
 // nn::Linear: y = x W^T + b, with PyTorch's default initialisation (kaiming_uniform_(a=sqrt(5))
-// weights, i.e. U(-1/sqrt(in), 1/sqrt(in)), and the same bound for the bias).
+// weights, i.e. U(-1/sqrt(in), 1/sqrt(in)), and the same bound for the bias); nn::Bilinear:
+// y_o = x1^T W_o x2 + b_o, weight and bias U(-1/sqrt(in1), 1/sqrt(in1)), as torch.nn's.
 #pragma once
 #include <cstdint>
 
@@ -37,6 +38,25 @@ class Linear : public Layer {
   LinearOptions options;
   Tensor weight;  // [out_features, in_features]
   Tensor bias;    // [out_features], undefined without bias
+};
+
+class Bilinear : public Module {
+ public:
+  Bilinear(int64_t in1_features, int64_t in2_features, int64_t out_features, bool bias = true, Generator* gen = nullptr);
+  void reset_parameters(Generator* gen = nullptr);
+  // x1 [*, in1], x2 [*, in2] -> [*, out]
+  Tensor forward(const Tensor& x1, const Tensor& x2);
+  Tensor operator()(const Tensor& x1, const Tensor& x2) { return forward(x1, x2); }
+  // "Bilinear(in1_features=3, in2_features=4, out_features=5, bias=True)", as torch's repr
+  std::string describe() const override;
+  std::string type_name() const override { return "Bilinear"; }
+  ModulePtr clone_structure() const override {
+    return std::make_shared<Bilinear>(in1_features, in2_features, out_features, bias.defined());
+  }
+
+  const int64_t in1_features, in2_features, out_features;
+  Tensor weight;  // [out, in1, in2]
+  Tensor bias;    // [out], undefined without bias
 };
 
 }  // namespace minidl::nn

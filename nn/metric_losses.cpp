@@ -93,4 +93,9 @@ std::string TripletMarginLoss::describe() const {
                         reduction_name(reduction), ")");
 }
 
+Tensor GaussianNLLLoss::forward(const Tensor& input, const Tensor& target, const Tensor& var) {
+  auto scope = forward_scope();
+  return gaussian_nll_loss(input, target, var, full, eps, reduction);
+}
+
 }  // namespace minidl::nn

@@ -1,7 +1,7 @@
 // Modules for the distances and the margin/embedding losses (ops/distance.cpp,
 // ops/margin_loss.cpp), as torch.nn's: CosineSimilarity, PairwiseDistance, MarginRankingLoss,
 // HingeEmbeddingLoss, SoftMarginLoss, MultiLabelSoftMarginLoss, CosineEmbeddingLoss,
-// TripletMarginLoss, MultiMarginLoss and PoissonNLLLoss. Their options are torch's constructor
+// TripletMarginLoss, MultiMarginLoss, PoissonNLLLoss and GaussianNLLLoss. Their options are torch's constructor
 // arguments, in its order; none has parameters (a class weight is a buffer, as torch's).
 #pragma once
 #include <string>
@@ -137,6 +137,21 @@ class TripletMarginLoss : public Module {
   std::string describe() const override;
   double margin, p, eps;
   bool swap;
+  Reduction reduction;
+};
+
+// (input, target, var) -> loss; var of input's shape, or with its last dim 1 or missing.
+class GaussianNLLLoss : public Module {
+ public:
+  explicit GaussianNLLLoss(bool full = false, double eps = 1e-6, Reduction reduction = Reduction::Mean)
+      : full(full), eps(eps), reduction(reduction) {}
+  Tensor forward(const Tensor& input, const Tensor& target, const Tensor& var);
+  Tensor operator()(const Tensor& input, const Tensor& target, const Tensor& var) { return forward(input, target, var); }
+  std::string type_name() const override { return "GaussianNLLLoss"; }
+  ModulePtr clone_structure() const override { return std::make_shared<GaussianNLLLoss>(full, eps, reduction); }
+  std::string describe() const override { return "GaussianNLLLoss()"; }  // torch's repr shows no options
+  bool full;
+  double eps;
   Reduction reduction;
 };
 

@@ -15,6 +15,7 @@
 #include "nn/metric_losses.h"
 #include "nn/module.h"
 #include "nn/padding.h"
+#include "nn/param_vector.h"
 #include "nn/pool1d.h"
 #include "nn/recurrent.h"
 #include "nn/sequence_layers.h"

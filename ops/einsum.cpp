@@ -273,4 +273,32 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) 
   return result.expand(expanded_shape).permute(perm).reshape(out_shape);
 }
 
+Tensor bilinear(const Tensor& x1, const Tensor& x2, const Tensor& weight, const Tensor& bias) {
+  const char* op = "bilinear";
+  check_defined(x1, op, "input1");
+  check_defined(x2, op, "input2");
+  check_defined(weight, op, "weight");
+  MINIDL_CHECK(x1.dim() >= 1 && x1.dim() == x2.dim(), op, "input1 and input2 must have the same number of dimensions, got ",
+               x1.meta_str(), " and ", x2.meta_str());
+  MINIDL_CHECK(weight.dim() == 3, op, "expected a 3-D weight [out, in1, in2], got ", weight.meta_str());
+  MINIDL_CHECK(x1.size(-1) == weight.size(1), op, "input1 size does not match weight size: got ", x1.size(-1),
+               " but expected ", weight.size(1));
+  MINIDL_CHECK(x2.size(-1) == weight.size(2), op, "input2 size does not match weight size: got ", x2.size(-1),
+               " but expected ", weight.size(2));
+  for (int64_t d = 0; d + 1 < x1.dim(); ++d)
+    MINIDL_CHECK(x1.size(d) == x2.size(d), op, "input batch dimensions must agree, got ", x1.meta_str(), " and ",
+                 x2.meta_str());
+  if (bias.defined())
+    MINIDL_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0), op, "bias size does not match weight size: got ",
+                 bias.meta_str(), " but expected [", weight.size(0), "]");
+  // Leading dims flattened into one batch: [B, in1], [B, in2] -> [B, out].
+  const Shape lead(x1.shape().begin(), x1.shape().end() - 1);
+  const Tensor a = x1.reshape({-1, x1.size(-1)}), b = x2.reshape({-1, x2.size(-1)});
+  Tensor y = einsum("bi,oij,bj->bo", {a, weight, b});
+  if (bias.defined()) y = add(y, bias);
+  Shape out = lead;
+  out.push_back(weight.size(0));
+  return y.reshape(out);
+}
+
 }  // namespace minidl

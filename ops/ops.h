@@ -275,6 +275,16 @@ Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p = 
                          const Tensor& weight = Tensor(), Reduction reduction = Reduction::Mean);
 Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, bool log_input = true, bool full = false, double eps = 1e-8,
                         Reduction reduction = Reduction::Mean);
+// 0.5 (log(max(var, eps)) + (input - target)^2 / max(var, eps)) (+ 0.5 log(2 pi) when full), as
+// torch.nn.functional.gaussian_nll_loss (ops/pointwise_loss.cpp): var of input's shape
+// (heteroscedastic), or with the last dim 1 or missing (homoscedastic); a negative var is refused
+// (a host check). The clamp to eps passes the gradient through unchanged, as PyTorch's clamp under
+// no_grad does. Autocast None (on no list; its parts follow theirs).
+Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor& var, bool full = false, double eps = 1e-6,
+                         Reduction reduction = Reduction::Mean);
+// x1 [*, in1], x2 [*, in2], weight [out, in1, in2], bias [out] -> [*, out]:
+// y_o = sum_ij x1_i weight_oij x2_j + b_o (torch.nn.functional.bilinear; ops/einsum.cpp, through einsum).
+Tensor bilinear(const Tensor& x1, const Tensor& x2, const Tensor& weight, const Tensor& bias = Tensor());
 
 // ---- shape and joining (ops/shape.cpp, ops/join.cpp)
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);

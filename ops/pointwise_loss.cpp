@@ -1,6 +1,7 @@
 // Element-wise losses beside mse_loss and l1_loss (ops/loss.cpp), as torch.nn.functional:
-// smooth_l1_loss, huber_loss and kl_div. Each is an element-wise loss followed by a reduction.
-// Autocast policy: FP32 on both devices (PyTorch's CPU and CUDA fp32 lists).
+// smooth_l1_loss, huber_loss, kl_div and gaussian_nll_loss. Each is an element-wise loss followed by
+// a reduction. Autocast policy: FP32 on both devices (PyTorch's CPU and CUDA fp32 lists), none for
+// gaussian_nll_loss (on neither list).
 //
 // All three are composed of existing ops, so they run wherever those have kernels (CUDA included).
 // kl_div is differentiable through its parts, which gives PyTorch's gradients exactly (a NaN
@@ -115,6 +116,43 @@ Tensor kl_div(const Tensor& input_arg, const Tensor& target_arg, KLDivReduction 
       return input.dim() == 0 ? sum(loss) : div(sum(loss), static_cast<double>(input.shape()[0]));
   }
   return loss;
+}
+
+namespace {
+// max(var, eps) whose gradient passes to var unchanged: PyTorch clamps a clone of var in place
+// under no_grad, so autograd sees the clone (identity) and the loss the clamped values.
+Tensor clamped_variance(const Tensor& var, double eps) {
+  Tensor out = clamp(var.detach(), eps, std::nullopt);
+  autograd::record("GaussianNllVarianceClampBackward", {var}, {out}, {}, [](const TensorList& g, const TensorList&) {
+    return TensorList{g[0]};
+  });
+  return out;
+}
+}  // namespace
+
+Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor& var_arg, bool full, double eps,
+                         Reduction reduction) {
+  const char* op = "gaussian_nll_loss";
+  check_defined(input, op, "input");
+  check_defined(target, op, "target");
+  check_defined(var_arg, op, "var");
+  check_floating(op, input);
+  check_floating(op, var_arg);
+  Tensor var = var_arg;
+  if (var.shape() != input.shape()) {
+    const Shape lead(input.shape().begin(), input.shape().end() - (input.dim() > 0 ? 1 : 0));
+    const bool one_short = input.dim() > 0 && var.shape() == lead;
+    const bool last_one = input.dim() > 0 && var.dim() == input.dim() && var.size(-1) == 1 &&
+                          Shape(var.shape().begin(), var.shape().end() - 1) == lead;
+    MINIDL_CHECK(one_short || last_one, op, "var is of incorrect size: got ", shape_str(var.shape()), " for input ",
+                 shape_str(input.shape()));
+    if (one_short) var = var.unsqueeze(-1);
+  }
+  MINIDL_CHECK(!any(lt(var, 0.0)).item(), op, "var has negative entry/entries");
+  const Tensor v = clamped_variance(var, eps);
+  Tensor loss = mul(add(log(v), div(square(sub(input, target)), v)), 0.5);
+  if (full) loss = add(loss, 0.5 * std::log(2.0 * M_PI));
+  return apply_reduction(loss, reduction);
 }
 
 }  // namespace minidl
