@@ -10,16 +10,6 @@ namespace minidl::optim {
 
 namespace {
 template <class O>
-void validate(const char* name, const O& o) {
-  MINIDL_CHECK(o.lr_ >= 0.0, name, "Invalid learning rate: ", o.lr_);
-  MINIDL_CHECK(o.eps_ >= 0.0, name, "Invalid epsilon value: ", o.eps_);
-  MINIDL_CHECK(o.betas_.first >= 0.0 && o.betas_.first < 1.0, name, "Invalid beta parameter at index 0: ", o.betas_.first);
-  MINIDL_CHECK(o.betas_.second >= 0.0 && o.betas_.second < 1.0, name, "Invalid beta parameter at index 1: ",
-               o.betas_.second);
-  MINIDL_CHECK(o.weight_decay_ >= 0.0, name, "Invalid weight_decay value: ", o.weight_decay_);
-}
-
-template <class O>
 void adam_step(Optimizer& opt, bool decoupled) {
   NoGradGuard ng;
   for (const auto& group : opt.param_groups()) {
@@ -52,13 +42,13 @@ void adam_step(Optimizer& opt, bool decoupled) {
 
 Adam::Adam(std::vector<ParamGroup> groups, const AdamOptions& defaults)
     : Optimizer("Adam", std::move(groups), defaults.clone()) {
-  for (const auto& g : param_groups()) validate("Adam", options_of<AdamOptions>(g));
+  for (const auto& g : param_groups()) validate_moment_options("Adam", options_of<AdamOptions>(g));
 }
 void Adam::step() { adam_step<AdamOptions>(*this, false); }
 
 AdamW::AdamW(std::vector<ParamGroup> groups, const AdamWOptions& defaults)
     : Optimizer("AdamW", std::move(groups), defaults.clone()) {
-  for (const auto& g : param_groups()) validate("AdamW", options_of<AdamWOptions>(g));
+  for (const auto& g : param_groups()) validate_moment_options("AdamW", options_of<AdamWOptions>(g));
 }
 void AdamW::step() { adam_step<AdamWOptions>(*this, true); }
 

@@ -5,7 +5,6 @@
 #include <cmath>
 
 #include "framework/error.h"
-#include "framework/grad_mode.h"
 #include "ops/ops.h"
 #include "optim/param_update.h"
 
@@ -38,16 +37,6 @@ void RAdamOptions::from_json(const Json& j) {
 }
 
 namespace {
-template <class Options>
-void validate(const char* name, const Options& o) {
-  MINIDL_CHECK(o.lr_ >= 0.0, name, "Invalid learning rate: ", o.lr_);
-  MINIDL_CHECK(o.eps_ >= 0.0, name, "Invalid epsilon value: ", o.eps_);
-  MINIDL_CHECK(o.betas_.first >= 0.0 && o.betas_.first < 1.0, name, "Invalid beta parameter at index 0: ", o.betas_.first);
-  MINIDL_CHECK(o.betas_.second >= 0.0 && o.betas_.second < 1.0, name, "Invalid beta parameter at index 1: ",
-               o.betas_.second);
-  MINIDL_CHECK(o.weight_decay_ >= 0.0, name, "Invalid weight_decay value: ", o.weight_decay_);
-}
-
 // The gradient the step uses; decoupled weight decay shrinks the parameter itself first (AdamW's
 // form), L2 adds weight_decay * p to the gradient.
 Tensor decayed_grad(const Tensor& param, const Tensor& p, double lr, double weight_decay, bool decoupled, bool maximize) {
@@ -69,108 +58,84 @@ Tensor scalar_over(double scalar, const Tensor& t) {
 
 Adamax::Adamax(std::vector<ParamGroup> groups, const AdamaxOptions& defaults)
     : Optimizer("Adamax", std::move(groups), defaults.clone()) {
-  for (const auto& g : param_groups()) validate("Adamax", options_of<AdamaxOptions>(g));
+  for (const auto& g : param_groups()) validate_moment_options("Adamax", options_of<AdamaxOptions>(g));
 }
 
 void Adamax::step() {
-  NoGradGuard ng;
-  for (const auto& group : param_groups()) {
-    const auto& o = options_of<AdamaxOptions>(group);
+  detail::for_each_update<AdamaxOptions>(*this, [&](const auto& o, const Tensor& param, const Tensor& p, ParamState& st) {
     const auto [beta1, beta2] = o.betas_;
-    for (const Tensor& param : group.params) {
-      if (!param.grad().defined()) continue;
-      const Tensor p = param.detach();
-      const Tensor g = effective_grad(param, p, o.maximize_, o.weight_decay_);
-      ParamState& st = state(param);
-      ++st.step;
-      Tensor exp_avg = state_buffer(st, "exp_avg", p, 0.0);
-      Tensor exp_inf = state_buffer(st, "exp_inf", p, 0.0);
-      decay_into(exp_avg, g, beta1);
-      exp_inf.mul_(beta2);
-      exp_inf.copy_(maximum(exp_inf, add(abs(g), o.eps_)));
-      const double clr = o.lr_ / (1.0 - std::pow(beta1, static_cast<double>(st.step)));
-      p.add_(div(exp_avg, exp_inf), -clr);
-    }
-  }
+    const Tensor g = effective_grad(param, p, o.maximize_, o.weight_decay_);
+    Tensor exp_avg = state_buffer(st, "exp_avg", p, 0.0);
+    Tensor exp_inf = state_buffer(st, "exp_inf", p, 0.0);
+    decay_into(exp_avg, g, beta1);
+    exp_inf.mul_(beta2);
+    exp_inf.copy_(maximum(exp_inf, add(abs(g), o.eps_)));
+    const double clr = o.lr_ / (1.0 - std::pow(beta1, static_cast<double>(st.step)));
+    p.add_(div(exp_avg, exp_inf), -clr);
+  });
 }
 
 NAdam::NAdam(std::vector<ParamGroup> groups, const NAdamOptions& defaults)
     : Optimizer("NAdam", std::move(groups), defaults.clone()) {
   for (const auto& g : param_groups()) {
     const auto& o = options_of<NAdamOptions>(g);
-    validate("NAdam", o);
+    validate_moment_options("NAdam", o);
     MINIDL_CHECK(o.momentum_decay_ >= 0.0, "NAdam", "Invalid momentum_decay value: ", o.momentum_decay_);
   }
 }
 
 void NAdam::step() {
-  NoGradGuard ng;
-  for (const auto& group : param_groups()) {
-    const auto& o = options_of<NAdamOptions>(group);
+  detail::for_each_update<NAdamOptions>(*this, [&](const auto& o, const Tensor& param, const Tensor& p, ParamState& st) {
     const auto [beta1, beta2] = o.betas_;
-    for (const Tensor& param : group.params) {
-      if (!param.grad().defined()) continue;
-      const Tensor p = param.detach();
-      const Tensor g = decayed_grad(param, p, o.lr_, o.weight_decay_, o.decoupled_weight_decay_, o.maximize_);
-      ParamState& st = state(param);
-      ++st.step;
-      const double t = static_cast<double>(st.step);
-      const double bias_correction2 = 1.0 - std::pow(beta2, t);
-      const double mu = beta1 * (1.0 - 0.5 * std::pow(0.96, t * o.momentum_decay_));
-      const double mu_next = beta1 * (1.0 - 0.5 * std::pow(0.96, (t + 1.0) * o.momentum_decay_));
-      // PyTorch keeps the product as a 0-dim f32 tensor: every factor rounds to f32.
-      const Tensor* found = st.buffers.find("mu_product");
-      Tensor mu_product_buffer = found ? *found : state_buffer(st, "mu_product", full({}, 1.0, DType::F32), 1.0);
-      const float mu_product = static_cast<float>(mu_product_buffer.item()) * static_cast<float>(mu);
-      mu_product_buffer.fill_(mu_product);
-      const double mu_product_next = static_cast<double>(mu_product) * mu_next;
-      Tensor exp_avg = state_buffer(st, "exp_avg", p, 0.0);
-      Tensor exp_avg_sq = state_buffer(st, "exp_avg_sq", p, 0.0);
-      decay_into(exp_avg, g, beta1);
-      decay_square_into(exp_avg_sq, g, beta2);
-      const Tensor denom = add(sqrt(div(exp_avg_sq, bias_correction2)), o.eps_);
-      p.add_(div(g, denom), -o.lr_ * (1.0 - mu) / (1.0 - static_cast<double>(mu_product)));
-      p.add_(div(exp_avg, denom), (-o.lr_ * mu_next) / (1.0 - mu_product_next));
-    }
-  }
+    const Tensor g = decayed_grad(param, p, o.lr_, o.weight_decay_, o.decoupled_weight_decay_, o.maximize_);
+    const double t = static_cast<double>(st.step);
+    const double bias_correction2 = 1.0 - std::pow(beta2, t);
+    const double mu = beta1 * (1.0 - 0.5 * std::pow(0.96, t * o.momentum_decay_));
+    const double mu_next = beta1 * (1.0 - 0.5 * std::pow(0.96, (t + 1.0) * o.momentum_decay_));
+    // PyTorch keeps the product as a 0-dim f32 tensor: every factor rounds to f32.
+    const Tensor* found = st.buffers.find("mu_product");
+    Tensor mu_product_buffer = found ? *found : state_buffer(st, "mu_product", full({}, 1.0, DType::F32), 1.0);
+    const float mu_product = static_cast<float>(mu_product_buffer.item()) * static_cast<float>(mu);
+    mu_product_buffer.fill_(mu_product);
+    const double mu_product_next = static_cast<double>(mu_product) * mu_next;
+    Tensor exp_avg = state_buffer(st, "exp_avg", p, 0.0);
+    Tensor exp_avg_sq = state_buffer(st, "exp_avg_sq", p, 0.0);
+    decay_into(exp_avg, g, beta1);
+    decay_square_into(exp_avg_sq, g, beta2);
+    const Tensor denom = add(sqrt(div(exp_avg_sq, bias_correction2)), o.eps_);
+    p.add_(div(g, denom), -o.lr_ * (1.0 - mu) / (1.0 - static_cast<double>(mu_product)));
+    p.add_(div(exp_avg, denom), (-o.lr_ * mu_next) / (1.0 - mu_product_next));
+  });
 }
 
 RAdam::RAdam(std::vector<ParamGroup> groups, const RAdamOptions& defaults)
     : Optimizer("RAdam", std::move(groups), defaults.clone()) {
-  for (const auto& g : param_groups()) validate("RAdam", options_of<RAdamOptions>(g));
+  for (const auto& g : param_groups()) validate_moment_options("RAdam", options_of<RAdamOptions>(g));
 }
 
 void RAdam::step() {
-  NoGradGuard ng;
-  for (const auto& group : param_groups()) {
-    const auto& o = options_of<RAdamOptions>(group);
+  detail::for_each_update<RAdamOptions>(*this, [&](const auto& o, const Tensor& param, const Tensor& p, ParamState& st) {
     const auto [beta1, beta2] = o.betas_;
-    for (const Tensor& param : group.params) {
-      if (!param.grad().defined()) continue;
-      const Tensor p = param.detach();
-      const Tensor g = decayed_grad(param, p, o.lr_, o.weight_decay_, o.decoupled_weight_decay_, o.maximize_);
-      ParamState& st = state(param);
-      ++st.step;
-      const double t = static_cast<double>(st.step);
-      Tensor exp_avg = state_buffer(st, "exp_avg", p, 0.0);
-      Tensor exp_avg_sq = state_buffer(st, "exp_avg_sq", p, 0.0);
-      decay_into(exp_avg, g, beta1);
-      decay_square_into(exp_avg_sq, g, beta2);
-      const double bias_correction1 = 1.0 - std::pow(beta1, t), bias_correction2 = 1.0 - std::pow(beta2, t);
-      const Tensor corrected = div(exp_avg, bias_correction1);
-      // The length of the approximated simple moving average, and its limit.
-      const double rho_inf = 2.0 / (1.0 - beta2) - 1.0;
-      const double rho_t = rho_inf - 2.0 * t * std::pow(beta2, t) / bias_correction2;
-      if (rho_t > 5.0) {
-        const double rect =
-            std::sqrt((rho_t - 4.0) * (rho_t - 2.0) * rho_inf / ((rho_inf - 4.0) * (rho_inf - 2.0) * rho_t));
-        const Tensor adaptive_lr = scalar_over(std::sqrt(bias_correction2), add(sqrt(exp_avg_sq), o.eps_));
-        p.add_(mul(mul(mul(corrected, o.lr_), adaptive_lr), rect), -1.0);
-      } else {
-        p.add_(mul(corrected, o.lr_), -1.0);
-      }
+    const Tensor g = decayed_grad(param, p, o.lr_, o.weight_decay_, o.decoupled_weight_decay_, o.maximize_);
+    const double t = static_cast<double>(st.step);
+    Tensor exp_avg = state_buffer(st, "exp_avg", p, 0.0);
+    Tensor exp_avg_sq = state_buffer(st, "exp_avg_sq", p, 0.0);
+    decay_into(exp_avg, g, beta1);
+    decay_square_into(exp_avg_sq, g, beta2);
+    const double bias_correction1 = 1.0 - std::pow(beta1, t), bias_correction2 = 1.0 - std::pow(beta2, t);
+    const Tensor corrected = div(exp_avg, bias_correction1);
+    // The length of the approximated simple moving average, and its limit.
+    const double rho_inf = 2.0 / (1.0 - beta2) - 1.0;
+    const double rho_t = rho_inf - 2.0 * t * std::pow(beta2, t) / bias_correction2;
+    if (rho_t > 5.0) {
+      const double rect =
+          std::sqrt((rho_t - 4.0) * (rho_t - 2.0) * rho_inf / ((rho_inf - 4.0) * (rho_inf - 2.0) * rho_t));
+      const Tensor adaptive_lr = scalar_over(std::sqrt(bias_correction2), add(sqrt(exp_avg_sq), o.eps_));
+      p.add_(mul(mul(mul(corrected, o.lr_), adaptive_lr), rect), -1.0);
+    } else {
+      p.add_(mul(corrected, o.lr_), -1.0);
     }
-  }
+  });
 }
 
 }  // namespace minidl::optim

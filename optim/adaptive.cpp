@@ -3,7 +3,6 @@
 #include "optim/adaptive.h"
 
 #include "framework/error.h"
-#include "framework/grad_mode.h"
 #include "ops/ops.h"
 #include "optim/param_update.h"
 
@@ -104,35 +103,27 @@ RMSprop::RMSprop(std::vector<ParamGroup> groups, const RMSpropOptions& defaults)
 }
 
 void RMSprop::step() {
-  NoGradGuard ng;
-  for (const auto& group : param_groups()) {
-    const auto& o = options_of<RMSpropOptions>(group);
-    for (const Tensor& param : group.params) {
-      if (!param.grad().defined()) continue;
-      const Tensor p = param.detach();
-      const Tensor g = effective_grad(param, p, o.maximize_, o.weight_decay_);
-      ParamState& st = state(param);
-      ++st.step;
-      Tensor square_avg = state_buffer(st, "square_avg", p, 0.0);
-      decay_square_into(square_avg, g, o.alpha_);
-      Tensor avg;
-      if (o.centered_) {
-        Tensor grad_avg = state_buffer(st, "grad_avg", p, 0.0);
-        grad_avg.add_(sub(g, grad_avg), 1.0 - o.alpha_);  // lerp(grad_avg, g, 1 - alpha)
-        avg = add(sqrt(sub(square_avg, mul(grad_avg, grad_avg))), o.eps_);
-      } else {
-        avg = add(sqrt(square_avg), o.eps_);
-      }
-      if (o.momentum_ > 0.0) {
-        Tensor buf = state_buffer(st, "momentum_buffer", p, 0.0);
-        buf.mul_(o.momentum_);
-        buf.add_(div(g, avg));
-        p.add_(buf, -o.lr_);
-      } else {
-        p.add_(div(g, avg), -o.lr_);
-      }
+  detail::for_each_update<RMSpropOptions>(*this, [&](const auto& o, const Tensor& param, const Tensor& p, ParamState& st) {
+    const Tensor g = effective_grad(param, p, o.maximize_, o.weight_decay_);
+    Tensor square_avg = state_buffer(st, "square_avg", p, 0.0);
+    decay_square_into(square_avg, g, o.alpha_);
+    Tensor avg;
+    if (o.centered_) {
+      Tensor grad_avg = state_buffer(st, "grad_avg", p, 0.0);
+      grad_avg.add_(sub(g, grad_avg), 1.0 - o.alpha_);  // lerp(grad_avg, g, 1 - alpha)
+      avg = add(sqrt(sub(square_avg, mul(grad_avg, grad_avg))), o.eps_);
+    } else {
+      avg = add(sqrt(square_avg), o.eps_);
     }
-  }
+    if (o.momentum_ > 0.0) {
+      Tensor buf = state_buffer(st, "momentum_buffer", p, 0.0);
+      buf.mul_(o.momentum_);
+      buf.add_(div(g, avg));
+      p.add_(buf, -o.lr_);
+    } else {
+      p.add_(div(g, avg), -o.lr_);
+    }
+  });
 }
 
 Adagrad::Adagrad(std::vector<ParamGroup> groups, const AdagradOptions& defaults)
@@ -147,21 +138,13 @@ Adagrad::Adagrad(std::vector<ParamGroup> groups, const AdagradOptions& defaults)
 }
 
 void Adagrad::step() {
-  NoGradGuard ng;
-  for (const auto& group : param_groups()) {
-    const auto& o = options_of<AdagradOptions>(group);
-    for (const Tensor& param : group.params) {
-      if (!param.grad().defined()) continue;
-      const Tensor p = param.detach();
-      const Tensor g = effective_grad(param, p, o.maximize_, o.weight_decay_);
-      ParamState& st = state(param);
-      ++st.step;
-      const double clr = o.lr_ / (1.0 + static_cast<double>(st.step - 1) * o.lr_decay_);
-      Tensor sum_sq = state_buffer(st, "sum", p, o.initial_accumulator_value_);
-      sum_sq.add_(mul(g, g));
-      p.add_(div(g, add(sqrt(sum_sq), o.eps_)), -clr);
-    }
-  }
+  detail::for_each_update<AdagradOptions>(*this, [&](const auto& o, const Tensor& param, const Tensor& p, ParamState& st) {
+    const Tensor g = effective_grad(param, p, o.maximize_, o.weight_decay_);
+    const double clr = o.lr_ / (1.0 + static_cast<double>(st.step - 1) * o.lr_decay_);
+    Tensor sum_sq = state_buffer(st, "sum", p, o.initial_accumulator_value_);
+    sum_sq.add_(mul(g, g));
+    p.add_(div(g, add(sqrt(sum_sq), o.eps_)), -clr);
+  });
 }
 
 Adadelta::Adadelta(std::vector<ParamGroup> groups, const AdadeltaOptions& defaults)
@@ -170,23 +153,15 @@ Adadelta::Adadelta(std::vector<ParamGroup> groups, const AdadeltaOptions& defaul
 }
 
 void Adadelta::step() {
-  NoGradGuard ng;
-  for (const auto& group : param_groups()) {
-    const auto& o = options_of<AdadeltaOptions>(group);
-    for (const Tensor& param : group.params) {
-      if (!param.grad().defined()) continue;
-      const Tensor p = param.detach();
-      const Tensor g = effective_grad(param, p, o.maximize_, o.weight_decay_);
-      ParamState& st = state(param);
-      ++st.step;
-      Tensor square_avg = state_buffer(st, "square_avg", p, 0.0);
-      Tensor acc_delta = state_buffer(st, "acc_delta", p, 0.0);
-      decay_square_into(square_avg, g, o.rho_);
-      const Tensor delta = mul(div(sqrt(add(acc_delta, o.eps_)), sqrt(add(square_avg, o.eps_))), g);
-      decay_square_into(acc_delta, delta, o.rho_);
-      p.add_(delta, -o.lr_);
-    }
-  }
+  detail::for_each_update<AdadeltaOptions>(*this, [&](const auto& o, const Tensor& param, const Tensor& p, ParamState& st) {
+    const Tensor g = effective_grad(param, p, o.maximize_, o.weight_decay_);
+    Tensor square_avg = state_buffer(st, "square_avg", p, 0.0);
+    Tensor acc_delta = state_buffer(st, "acc_delta", p, 0.0);
+    decay_square_into(square_avg, g, o.rho_);
+    const Tensor delta = mul(div(sqrt(add(acc_delta, o.eps_)), sqrt(add(square_avg, o.eps_))), g);
+    decay_square_into(acc_delta, delta, o.rho_);
+    p.add_(delta, -o.lr_);
+  });
 }
 
 }  // namespace minidl::optim

@@ -3,6 +3,7 @@
 #include <memory>
 #include <utility>
 
+#include "framework/error.h"
 #include "optim/optimizer.h"
 
 namespace minidl::optim {
@@ -44,5 +45,16 @@ struct MomentOptionsBase : OptimizerOptions {
   Derived& self() { return static_cast<Derived&>(*this); }
   const Derived& self() const { return static_cast<const Derived&>(*this); }
 };
+
+// PyTorch's checks of the family's options, with its words.
+template <class Options>
+void validate_moment_options(const char* name, const Options& o) {
+  MINIDL_CHECK(o.lr_ >= 0.0, name, "Invalid learning rate: ", o.lr_);
+  MINIDL_CHECK(o.eps_ >= 0.0, name, "Invalid epsilon value: ", o.eps_);
+  MINIDL_CHECK(o.betas_.first >= 0.0 && o.betas_.first < 1.0, name, "Invalid beta parameter at index 0: ", o.betas_.first);
+  MINIDL_CHECK(o.betas_.second >= 0.0 && o.betas_.second < 1.0, name, "Invalid beta parameter at index 1: ",
+               o.betas_.second);
+  MINIDL_CHECK(o.weight_decay_ >= 0.0, name, "Invalid weight_decay value: ", o.weight_decay_);
+}
 
 }  // namespace minidl::optim

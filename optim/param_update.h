@@ -1,10 +1,29 @@
-// What the element-wise (non-foreach) optimizers share: the gradient as an update sees it and the
-// lazily created state buffers. Used by optim/adaptive.cpp and optim/adam_variants.cpp.
+// What the element-wise (non-foreach) optimizers share: the loop over the parameters that have a
+// gradient, the gradient as an update sees it and the lazily created state buffers. Used by
+// optim/adaptive.cpp and optim/adam_variants.cpp.
 #pragma once
+#include "framework/grad_mode.h"
 #include "ops/ops.h"
 #include "optim/optimizer.h"
 
 namespace minidl::optim::detail {
+
+// Calls update(options, param, p, state) for every parameter with a gradient, group by group, without
+// recording a graph: p is the parameter's detached alias (updated in place), state its ParamState
+// with the step already counted.
+template <class Options, class Update>
+void for_each_update(Optimizer& opt, Update update) {
+  NoGradGuard ng;
+  for (const ParamGroup& group : opt.param_groups()) {
+    const auto& o = static_cast<const Options&>(*group.options);
+    for (const Tensor& param : group.params) {
+      if (!param.grad().defined()) continue;
+      ParamState& st = opt.state(param);
+      ++st.step;
+      update(o, param, param.detach(), st);
+    }
+  }
+}
 
 // The gradient in the parameter's dtype, negated when maximizing, plus the L2 term weight_decay * p.
 inline Tensor effective_grad(const Tensor& param, const Tensor& p, bool maximize, double weight_decay) {

@@ -36,6 +36,7 @@ inline const std::map<std::string, std::vector<double>>& torch_nn_extras_values(
   return values;
 }
 
+// Each module's repr.
 inline const std::map<std::string, std::string>& torch_nn_extras_reprs() {
   static const std::map<std::string, std::string> reprs = {
     {"bilinear", "Bilinear(in1_features=3, in2_features=4, out_features=5, bias=True)"},

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-// name.value, name.grad (of the input), name.indices (max pools).
+// name.value, name.shape, name.grad (of the input), name.indices (max pools).
 inline const std::map<std::string, std::vector<double>>& torch_pool1d_values() {
   static const std::map<std::string, std::vector<double>> values = {
     {"max_pool1d k3 s2 p1.value", {0.40776045305957015, 0.9168031087717669, 0.999167945271476, 0.9463000876874145, 0.48082261498864864, 0.13121319215018423, -0.5715613187423437, -0.9753733187046663, -0.6312666378723216, 0.05678413230707805, 0.7151332305593578, 0.9195031758289707, 0.9994226798345279, 0.944075012628219, 0.47483625198738716, -0.24277172735284935, -0.8333948271844893, -0.8656116393081571, -0.3016002490666836, 0.06358645829640867, 0.7198799780150629, 0.9996310013497329, 0.9996310013497329, 0.7565121516412409}},
@@ -36,6 +36,7 @@ inline const std::map<std::string, std::vector<double>>& torch_pool1d_values() {
   return values;
 }
 
+// Each layer's repr.
 inline const std::map<std::string, std::string>& torch_pool1d_reprs() {
   static const std::map<std::string, std::string> reprs = {
     {"max", "MaxPool1d(kernel_size=3, stride=2, padding=1, dilation=2, ceil_mode=True)"},

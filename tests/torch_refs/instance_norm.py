@@ -2,10 +2,7 @@
 # statistics, InstanceNorm1d unbatched) as torch computes them, on the inputs of tests/sine_operands.h.
 # Run with the benchmark baseline's torch: /usr/bin/python3 tests/torch_refs/instance_norm.py
 import torch, math
-def operand(k, shape):
-    n = math.prod(shape)
-    return torch.tensor([math.sin(0.37 * j + 0.1 * k + 0.05) for j in range(n)], dtype=torch.float64).reshape(shape)
-def vals(t): return "{" + ", ".join(repr(float(v)) for v in t.detach().flatten().tolist()) + "}"
+from sine_operands import cosine_weights, operand, vals
 x = operand(0, (2, 3, 2, 2)).requires_grad_()
 m = torch.nn.InstanceNorm2d(3, affine=True, track_running_stats=True).double()
 with torch.no_grad():
