@@ -21,5 +21,6 @@
 #include "nn/sequence_layers.h"
 #include "nn/serialize.h"
 #include "nn/shape_layers.h"
+#include "nn/sliding_blocks.h"
 #include "nn/transformer.h"
 #include "nn/upsample.h"

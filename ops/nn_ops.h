@@ -78,6 +78,15 @@ Tensor adaptive_avg_pool1d(const Tensor& x, int64_t output_size);
 Tensor adaptive_max_pool1d(const Tensor& x, int64_t output_size);
 MaxPoolResult adaptive_max_pool1d_with_indices(const Tensor& x, int64_t output_size);
 
+// ---- sliding blocks (ops/fold.cpp), torch.nn.functional.unfold / fold
+// unfold: x [N, C, H, W] (or [C, H, W]) -> [N, C * kH * kW, L], the blocks' values in (channel,
+// kernel row, kernel column) order, L = OH * OW blocks in row-major order.
+// fold: the adjoint, [N, C * kH * kW, L] (or unbatched 2-D) -> [N, C, output_size]: overlapping
+// values are summed. Exact composites of slices, stacks and pads.
+Tensor unfold(const Tensor& x, Size2 kernel_size, Size2 dilation = {1, 1}, Size2 padding = {0, 0}, Size2 stride = {1, 1});
+Tensor fold(const Tensor& x, Size2 output_size, Size2 kernel_size, Size2 dilation = {1, 1}, Size2 padding = {0, 0},
+            Size2 stride = {1, 1});
+
 // ---- normalization (ops/batch_norm.cpp)
 // x [N, C, ...] (2-D or more). training: normalize with the batch mean and biased variance and, when
 // running stats are given, update them in place: running = (1 - momentum) * running + momentum *
