@@ -2,6 +2,7 @@
 #include "data/transforms.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <sstream>
 
@@ -12,6 +13,8 @@ namespace minidl::data {
 namespace {
 constexpr uint64_t kCropSalt = 0x63726f70ull;  // "crop"
 constexpr uint64_t kFlipSalt = 0x666c6970ull;  // "flip"
+constexpr uint64_t kVerticalFlipSalt = 0x76666c70ull;  // "vflp"
+constexpr uint64_t kEraseSalt = 0x65726173ull;  // "eras"
 
 // Checks the batch and returns a contiguous copy for the transform to write: as torchvision's
 // transforms, they return new tensors and never touch their input (writing in place transformed a
@@ -162,6 +165,98 @@ Tensor RandomHorizontalFlip::apply(Tensor batch, const TransformContext& ctx) co
 std::string RandomHorizontalFlip::repr() const {
   std::ostringstream os;
   os << "RandomHorizontalFlip(p=" << p_ << ")";
+  return os.str();
+}
+
+// ---- RandomVerticalFlip
+
+RandomVerticalFlip::RandomVerticalFlip(double p) : p_(p) {
+  MINIDL_CHECK(p >= 0.0 && p <= 1.0, "RandomVerticalFlip", "p must be in [0, 1], got ", p);
+}
+
+Tensor RandomVerticalFlip::apply(Tensor batch, const TransformContext& ctx) const {
+  Tensor x = prepare(batch, "RandomVerticalFlip", 3, 4);
+  const int64_t b = x.size(0), h = x.size(-2), w = x.size(-1);
+  const int64_t planes = (b * h * w) == 0 ? 0 : x.numel() / (b * h * w);  // channels per image
+  float* p = x.data_ptr<float>();
+  for (int64_t i = 0; i < b; ++i) {
+    if (!(ctx.rng(i, kVerticalFlipSalt).uniform() < p_)) continue;
+    for (int64_t c = 0; c < planes; ++c) {
+      float* plane = p + (i * planes + c) * h * w;
+      for (int64_t r = 0; r < h / 2; ++r) std::swap_ranges(plane + r * w, plane + (r + 1) * w, plane + (h - 1 - r) * w);
+    }
+  }
+  x.bump_version();
+  return x;
+}
+
+std::string RandomVerticalFlip::repr() const {
+  std::ostringstream os;
+  os << "RandomVerticalFlip(p=" << p_ << ")";
+  return os.str();
+}
+
+// ---- RandomErasing
+
+RandomErasing::RandomErasing(double p, std::pair<double, double> scale, std::pair<double, double> ratio,
+                             std::vector<float> value)
+    : p_(p), scale_(scale), ratio_(ratio), value_(std::move(value)) {
+  const char* who = "RandomErasing";
+  MINIDL_CHECK(p >= 0.0 && p <= 1.0, who, "Random erasing probability should be between 0 and 1, got ", p);
+  MINIDL_CHECK(scale.first >= 0.0 && scale.second <= 1.0, who, "Scale should be between 0 and 1, got (", scale.first,
+               ", ", scale.second, ")");
+  MINIDL_CHECK(scale.first <= scale.second && ratio.first <= ratio.second, who,
+               "Scale and ratio should be of kind (min, max)");
+  MINIDL_CHECK(ratio.first > 0.0, who, "ratio must be positive, got (", ratio.first, ", ", ratio.second, ")");
+  MINIDL_CHECK(!value_.empty(), who, "value must hold one value or one per channel");
+}
+
+Tensor RandomErasing::apply(Tensor batch, const TransformContext& ctx) const {
+  const char* who = "RandomErasing";
+  Tensor x = prepare(batch, who, 3, 4);
+  const int64_t b = x.size(0), h = x.size(-2), w = x.size(-1);
+  const int64_t channels = x.dim() == 4 ? x.size(1) : 1;
+  MINIDL_CHECK(value_.size() == 1 || static_cast<int64_t>(value_.size()) == channels, who, "has ", value_.size(),
+               " values but the batch has ", channels, " channels (", x.meta_str(), ")");
+  const double area = static_cast<double>(h * w);
+  const double log_lo = std::log(ratio_.first), log_hi = std::log(ratio_.second);
+  float* p = x.data_ptr<float>();
+  for (int64_t i = 0; i < b; ++i) {
+    DataRng rng = ctx.rng(i, kEraseSalt);
+    if (!(rng.uniform() < p_)) continue;
+    // torchvision's get_params: 10 tries for a rectangle strictly inside the image.
+    for (int attempt = 0; attempt < 10; ++attempt) {
+      const double erase_area = area * (scale_.first + (scale_.second - scale_.first) * rng.uniform());
+      const double aspect = std::exp(log_lo + (log_hi - log_lo) * rng.uniform());
+      const auto eh = static_cast<int64_t>(std::lround(std::sqrt(erase_area * aspect)));
+      const auto ew = static_cast<int64_t>(std::lround(std::sqrt(erase_area / aspect)));
+      if (!(eh < h && ew < w)) continue;
+      const auto top = static_cast<int64_t>(rng.below(static_cast<uint64_t>(h - eh + 1)));
+      const auto left = static_cast<int64_t>(rng.below(static_cast<uint64_t>(w - ew + 1)));
+      for (int64_t c = 0; c < channels; ++c) {
+        const float v = value_.size() == 1 ? value_[0] : value_[static_cast<size_t>(c)];
+        float* plane = p + (i * channels + c) * h * w;
+        for (int64_t r = top; r < top + eh; ++r) std::fill(plane + r * w + left, plane + r * w + left + ew, v);
+      }
+      break;
+    }
+  }
+  x.bump_version();
+  return x;
+}
+
+std::string RandomErasing::repr() const {
+  std::ostringstream os;
+  os << "RandomErasing(p=" << p_ << ", scale=(" << scale_.first << ", " << scale_.second << "), ratio=(" << ratio_.first
+     << ", " << ratio_.second << "), value=";
+  if (value_.size() == 1) {
+    os << value_[0];
+  } else {
+    os << "[";
+    for (size_t k = 0; k < value_.size(); ++k) os << (k ? ", " : "") << value_[k];
+    os << "]";
+  }
+  os << ")";
   return os.str();
 }
 

@@ -1,10 +1,11 @@
 // Batch transforms (torchvision.transforms on whole batches): Normalize, RandomCrop,
-// RandomHorizontalFlip and Compose. They work on the contiguous f32 buffer of a batch [B, C, H, W]
+// RandomHorizontalFlip, RandomVerticalFlip, RandomErasing and Compose. They work on the contiguous f32 buffer of a batch [B, C, H, W]
 // directly. Random choices for a sample depend only on (seed, epoch, the sample's dataset index, the
 // transform's place in a Compose), never on batch composition or thread count.
 #pragma once
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "data/rng.h"
@@ -76,6 +77,35 @@ class RandomHorizontalFlip : public Transform {
 
  private:
   double p_;
+};
+
+// Mirrors each image top-bottom with probability p. Returns a new tensor.
+class RandomVerticalFlip : public Transform {
+ public:
+  explicit RandomVerticalFlip(double p = 0.5);
+  Tensor apply(Tensor batch, const TransformContext& ctx) const override;
+  std::string repr() const override;
+
+ private:
+  double p_;
+};
+
+// torchvision's RandomErasing (cutout) on [B, C, H, W] or [B, H, W]: with probability p, one
+// rectangle of each image, its area a uniform fraction in `scale` of the image's and its aspect
+// ratio h / w log-uniform in `ratio` (up to 10 tries for one that fits, else none), is set to
+// `value` (one value, or one per channel; on normalized batches use normalized_fill for a raw
+// pixel value). Returns a new tensor.
+class RandomErasing : public Transform {
+ public:
+  explicit RandomErasing(double p = 0.5, std::pair<double, double> scale = {0.02, 0.33},
+                         std::pair<double, double> ratio = {0.3, 3.3}, std::vector<float> value = {0.0f});
+  Tensor apply(Tensor batch, const TransformContext& ctx) const override;
+  std::string repr() const override;  // "RandomErasing(p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0)"
+
+ private:
+  double p_;
+  std::pair<double, double> scale_, ratio_;
+  std::vector<float> value_;
 };
 
 // Applies its members in order, each with its own random stream.

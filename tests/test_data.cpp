@@ -823,3 +823,94 @@ TEST_CASE("a collate hook batches samples its own way, on workers too", "[data][
     CHECK(seen == std::vector<std::vector<double>>{{0, 11, 22, 33}, {44, 55}});
   }
 }
+
+TEST_CASE("RandomVerticalFlip: exact top-bottom mirror, per sample, input untouched", "[data][transforms]") {
+  const Shape s{2, 2, 3, 2};
+  std::vector<int64_t> idx{0, 1};
+  const Tensor input = coded_batch(2, 2, 3, 2);
+  const auto orig = input.to_vector<float>();
+  auto flipped = RandomVerticalFlip(1.0).apply(input, context(1, 0, idx)).to_vector<float>();
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t c = 0; c < 2; ++c)
+      for (int64_t y = 0; y < 3; ++y)
+        for (int64_t x = 0; x < 2; ++x) CHECK(at(flipped, s, i, c, y, x) == at(orig, s, i, c, 2 - y, x));
+  CHECK(input.to_vector<float>() == orig);
+  CHECK(RandomVerticalFlip(0.0).apply(input, context(1, 0, idx)).to_vector<float>() == orig);
+  // Its own random stream: at p = 0.5 over 64 samples, not the horizontal flip's choices.
+  std::vector<int64_t> many(64);
+  for (int i = 0; i < 64; ++i) many[i] = i;
+  const auto v = RandomVerticalFlip(0.5).apply(coded_batch(64, 1, 2, 1), context(3, 0, many)).to_vector<float>();
+  const auto hz = RandomHorizontalFlip(0.5).apply(coded_batch(64, 1, 1, 2), context(3, 0, many)).to_vector<float>();
+  int flips = 0, same_as_horizontal = 0;
+  for (int i = 0; i < 64; ++i) {
+    const bool vf = v[2 * i] != i * 1000.0f, hf = hz[2 * i] != i * 1000.0f;
+    flips += vf;
+    same_as_horizontal += vf == hf;
+  }
+  CHECK(flips > 10);
+  CHECK(flips < 54);
+  CHECK(same_as_horizontal < 64);
+  CHECK(RandomVerticalFlip(0.25).repr() == "RandomVerticalFlip(p=0.25)");
+  CHECK_THROWS_WITH(RandomVerticalFlip(1.5), Catch::Contains("p must be in [0, 1]"));
+}
+
+TEST_CASE("RandomErasing: one rectangle within scale and ratio, every channel, deterministic", "[data][transforms]") {
+  const int64_t B = 200, C = 3, H = 16, W = 20;
+  std::vector<int64_t> idx(B);
+  for (int64_t i = 0; i < B; ++i) idx[static_cast<size_t>(i)] = 50 + i;
+  const Tensor input = coded_batch(B, C, H, W);  // no pixel is negative before erasing
+  const std::pair<double, double> scale{0.05, 0.3}, ratio{0.5, 2.0};
+  const RandomErasing erase(0.5, scale, ratio, {-7.0f});
+  const auto out = erase.apply(input, context(7, 2, idx)).to_vector<float>();
+  const auto orig = input.to_vector<float>();
+  const Shape s{B, C, H, W};
+  int erased = 0;
+  for (int64_t i = 0; i < B; ++i) {
+    // The erased (-7) pixels of channel 0 form one rectangle, the same in every channel; the rest is untouched.
+    int64_t top = H, bottom = -1, left = W, right = -1, zeros = 0;
+    for (int64_t y = 0; y < H; ++y)
+      for (int64_t x = 0; x < W; ++x)
+        if (at(out, s, i, 0, y, x) == -7.0f) {
+          ++zeros;
+          top = std::min(top, y), bottom = std::max(bottom, y), left = std::min(left, x), right = std::max(right, x);
+        }
+    int64_t wrong = 0;
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t y = 0; y < H; ++y)
+        for (int64_t x = 0; x < W; ++x) {
+          const bool inside = zeros > 0 && y >= top && y <= bottom && x >= left && x <= right;
+          wrong += at(out, s, i, c, y, x) != (inside ? -7.0f : at(orig, s, i, c, y, x));
+        }
+    INFO("image " << i);
+    REQUIRE(wrong == 0);
+    if (zeros == 0) continue;
+    ++erased;
+    const double h = static_cast<double>(bottom - top + 1), w = static_cast<double>(right - left + 1);
+    CHECK(zeros == static_cast<int64_t>(h * w));
+    CHECK(h < H);
+    CHECK(w < W);
+    // Rounding h and w moves the area and ratio a little past the drawn ones: half a pixel each way.
+    CHECK(h * w >= scale.first * H * W * (1 - 1.0 / h) * (1 - 1.0 / w) - 1e-9);
+    CHECK(h * w <= scale.second * H * W * (1 + 1.0 / h) * (1 + 1.0 / w) + 1e-9);
+    CHECK(h / w >= ratio.first * (h - 0.5) / (h + 0.5) * (w - 0.5) / (w + 0.5) - 1e-9);
+    CHECK(h / w <= ratio.second * (h + 0.5) / (h - 0.5) * (w + 0.5) / (w - 0.5) + 1e-9);
+  }
+  // p = 0.5 over 200 images: about half erased (never all nor none), and the same again for the
+  // same (seed, epoch, indices).
+  CHECK(erased > 60);
+  CHECK(erased < 140);
+  CHECK(erase.apply(input, context(7, 2, idx)).to_vector<float>() == out);
+  CHECK(erase.apply(input, context(7, 3, idx)).to_vector<float>() != out);
+  CHECK(input.to_vector<float>() == orig);
+  // A value per channel; reprs and errors as torchvision's.
+  const auto per_channel = RandomErasing(1.0, scale, ratio, {-1.0f, -2.0f, -3.0f}).apply(input, context(7, 2, idx)).to_vector<float>();
+  int64_t minus_two = 0;
+  for (int64_t y = 0; y < H; ++y)
+    for (int64_t x = 0; x < W; ++x) minus_two += at(per_channel, s, 0, 1, y, x) == -2.0f;
+  CHECK(minus_two > 0);
+  CHECK(RandomErasing().repr() == "RandomErasing(p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0)");
+  CHECK_THROWS_WITH(RandomErasing(0.5, {0.1, 1.5}), Catch::Contains("Scale should be between 0 and 1"));
+  CHECK_THROWS_WITH(RandomErasing(0.5, {0.3, 0.1}), Catch::Contains("Scale and ratio should be of kind (min, max)"));
+  CHECK_THROWS_WITH(RandomErasing(0.5, scale, ratio, {0.0f, 1.0f}).apply(input, context(7, 2, idx)),
+                    Catch::Contains("has 2 values but the batch has 3 channels"));
+}
