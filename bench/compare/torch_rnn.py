@@ -3,6 +3,7 @@
 # as bench/rnn_lab.cpp (3 warm-up steps, median of 5 runs).
 #   python3 bench/compare/torch_rnn.py SEQ BATCH INPUT HIDDEN LAYERS [seconds=2] [precision=f32|bf16]
 import json
+import os
 import sys
 import time
 
@@ -37,5 +38,6 @@ for _ in range(5):
     rates.append(n * N / elapsed)
     steps += n
 rates.sort()
-print(json.dumps({"side": "pytorch", "precision": precision, "threads": torch.get_num_threads(), "steps": steps,
+env = " ".join(f"{k}={os.environ[k]}" for k in ("OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY") if k in os.environ)
+print(json.dumps({"side": "pytorch", "env": env or "default", "precision": precision, "threads": torch.get_num_threads(), "steps": steps,
                   "sequences_per_s": round(rates[2], 1), "min": round(rates[0], 1), "max": round(rates[4], 1)}))
