@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: installs what is missing, prepares the data sets, builds, and trains the default
-# model. Until the train program lands this runs a small demo. Extra arguments go to the program.
+# model with minidl-train (the small demo where a build has no train program). Extra arguments go to
+# the program.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
