@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "minidl.h"
@@ -31,6 +33,26 @@ inline void check_printed_values(const Tensor& got, const std::vector<double>& w
     INFO("element " << i);
     CHECK(g[i] == Approx(want[i]).epsilon(1e-12).margin(1e-14));
   }
+}
+
+// y = f(inputs) against a script's printed "name.value" (and "name.shape", where it printed one),
+// then the gradients of sum(y * cosine_weights) against "name.gradK" for every input K.
+inline void check_printed_case(const std::map<std::string, std::vector<double>>& want, const std::string& name,
+                               const Tensor& y, const std::vector<Tensor>& inputs) {
+  INFO(name);
+  if (want.count(name + ".shape")) {
+    std::vector<double> shape;
+    for (int64_t d : y.shape()) shape.push_back(static_cast<double>(d));
+    CHECK(shape == want.at(name + ".shape"));
+  }
+  check_printed_values(y, want.at(name + ".value"));
+  sum(mul(y, cosine_weights(y.shape()))).backward();
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    INFO("gradient of input " << k);
+    REQUIRE(inputs[k].grad().defined());
+    check_printed_values(inputs[k].grad(), want.at(name + ".grad" + std::to_string(k)));
+  }
+  CHECK(want.count(name + ".grad" + std::to_string(inputs.size())) == 0);
 }
 
 }  // namespace minidl::testing

@@ -21,9 +21,9 @@ for name, shape, f in cases:
     y, idx = (r if isinstance(r, tuple) else (r, None))
     (g,) = torch.autograd.grad((y * cosine_weights(y.shape)).sum(), [x])
     entries += [(f"{name}.value", vals(y)), (f"{name}.shape", vals(torch.tensor(y.shape, dtype=torch.float64))),
-                (f"{name}.grad", vals(g))]
+                (f"{name}.grad0", vals(g))]
     if idx is not None: entries.append((f"{name}.indices", vals(idx.double())))
-print_map("name.value, name.shape, name.grad (of the input), name.indices (max pools).", "torch_pool1d_values",
+print_map("name.value, name.shape, name.grad0 (of the input), name.indices (max pools).", "torch_pool1d_values",
           "std::vector<double>", entries)
 modules = [("max", torch.nn.MaxPool1d(3, 2, 1, 2, ceil_mode=True)), ("max default", torch.nn.MaxPool1d(3)),
            ("avg", torch.nn.AvgPool1d(3, 1, 1, True, False)), ("adaptive avg", torch.nn.AdaptiveAvgPool1d(4)),

@@ -20,8 +20,8 @@ for name, shape, f in cases:
     y = f(x)
     (g,) = torch.autograd.grad((y * cosine_weights(y.shape)).sum(), [x])
     entries += [(f"{name}.value", vals(y)), (f"{name}.shape", vals(torch.tensor(y.shape, dtype=torch.float64))),
-                (f"{name}.grad", vals(g))]
-print_map("name.value, name.shape, name.grad (of the input).", "torch_sliding_blocks_values", "std::vector<double>", entries)
+                (f"{name}.grad0", vals(g))]
+print_map("name.value, name.shape, name.grad0 (of the input).", "torch_sliding_blocks_values", "std::vector<double>", entries)
 modules = [("unfold", torch.nn.Unfold(kernel_size=(2, 3), dilation=1, padding=0, stride=1)),
            ("fold", torch.nn.Fold(output_size=(4, 5), kernel_size=2))]
 print_map("Each module's repr.", "torch_sliding_blocks_reprs", "std::string", [(k, f'"{m}"') for k, m in modules])
