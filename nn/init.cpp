@@ -157,16 +157,18 @@ const Tensor& orthogonal_(const Tensor& tensor, double gain, Generator* gen) {
   NoGradGuard ng;
   // Orthonormal columns of a tall [n, k] normal matrix (the transpose when rows < cols).
   const int64_t n = std::max(rows, cols), k = std::min(rows, cols);
-  Tensor a = randn({n, k}, TensorOptions(DType::F64), gen);
-  std::vector<Tensor> q;
+  const Tensor a = randn({n, k}, TensorOptions(DType::F64), gen);
+  Tensor m = zeros({n, k}, DType::F64);
   for (int64_t j = 0; j < k; ++j) {
     Tensor v = a.select(1, j);
-    // Modified Gram-Schmidt, twice ("twice is enough" for orthogonality to rounding level).
-    for (int pass = 0; pass < 2; ++pass)
-      for (const Tensor& u : q) v = sub(v, mul(u, dot(u, v)));
-    q.push_back(div(v, norm(v)));
+    // Classical Gram-Schmidt against the columns so far, twice ("twice is enough" for orthogonality
+    // to rounding level): two matrix-vector products a pass instead of one dot product per column.
+    if (j > 0) {
+      const Tensor q = m.narrow(1, 0, j);
+      for (int pass = 0; pass < 2; ++pass) v = sub(v, matmul(q, matmul(q.t(), v)));
+    }
+    m.select(1, j).copy_(div(v, norm(v)));
   }
-  Tensor m = stack(q, 1);  // [n, k]
   if (rows < cols) m = m.t();
   tensor.detach().copy_(mul(m, gain).reshape(tensor.shape()).to(tensor.device()));
   return tensor;
