@@ -1,6 +1,7 @@
-// Sequential and ModuleList.
+// Sequential, ModuleList and ModuleDict.
 #include "nn/container.h"
 
+#include <algorithm>
 #include <typeinfo>
 
 #include "framework/error.h"
@@ -80,6 +81,45 @@ void ModuleList::push_back(ModulePtr module) {
 const ModulePtr& ModuleList::operator[](size_t i) const {
   MINIDL_CHECK(i < modules_.size(), "ModuleList", "index ", i, " is out of range for ", modules_.size(), " modules");
   return modules_[i];
+}
+
+void ModuleDict::insert(const std::string& key, ModulePtr module) { assign_module(key, module); }
+
+void ModuleDict::update(const std::vector<std::pair<std::string, ModulePtr>>& modules) {
+  for (const auto& [key, module] : modules) insert(key, module);
+}
+
+ModulePtr ModuleDict::pop(const std::string& key) {
+  ModulePtr m = (*this)[key];
+  remove_module(key);
+  return m;
+}
+
+void ModuleDict::clear() {
+  for (const std::string& key : keys()) remove_module(key);
+}
+
+bool ModuleDict::contains(const std::string& key) const {
+  const auto items = named_children();
+  return std::any_of(items.begin(), items.end(), [&](const auto& item) { return item.first == key; });
+}
+
+ModulePtr ModuleDict::operator[](const std::string& key) const {
+  for (const auto& [name, module] : named_children())
+    if (name == key) return module;
+  MINIDL_FAIL("ModuleDict", "no module under the key '", key, "'");
+}
+
+std::vector<std::string> ModuleDict::keys() const {
+  std::vector<std::string> out;
+  for (const auto& item : named_children()) out.push_back(item.first);
+  return out;
+}
+
+ModulePtr ModuleDict::clone_structure() const {
+  auto copy = std::make_shared<ModuleDict>();
+  for (const auto& [key, module] : named_children()) copy->insert(key, module->clone_structure());
+  return copy;
 }
 
 }  // namespace minidl::nn

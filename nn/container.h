@@ -1,6 +1,7 @@
-// Containers: Sequential (runs its modules in order; itself a Layer, so it nests) and ModuleList
-// (holds modules for a user's forward to index). Children are registered as "0", "1", ... unless
-// given names, so their parameters read "0.weight", "encoder.fc.bias" as in PyTorch.
+// Containers: Sequential (runs its modules in order; itself a Layer, so it nests), ModuleList
+// (holds modules for a user's forward to index) and ModuleDict (holds them by name). Children are
+// registered as "0", "1", ... unless given names, so their parameters read "0.weight",
+// "encoder.fc.bias" as in PyTorch.
 //
 //   auto mlp = std::make_shared<nn::Sequential>(
 //       std::make_shared<nn::Linear>(784, 256),   // [B, 784] -> [B, 256]
@@ -81,6 +82,46 @@ class ModuleList : public Module {
 
  private:
   std::vector<ModulePtr> modules_;
+};
+
+// Modules by name, in insertion order (PyTorch's nn.ModuleDict): a key is the child's name, so
+// parameters read "<key>.weight". Setting an existing key replaces that module in its place.
+//
+//   auto heads = std::make_shared<nn::ModuleDict>(std::vector<std::pair<std::string, nn::ModulePtr>>{
+//       {"digits", std::make_shared<nn::Linear>(256, 10)}, {"parity", std::make_shared<nn::Linear>(256, 2)}});
+//   Tensor y = heads->at<nn::Linear>("digits")->forward(h);
+class ModuleDict : public Module {
+ public:
+  ModuleDict() = default;
+  explicit ModuleDict(const std::vector<std::pair<std::string, ModulePtr>>& modules) { update(modules); }
+
+  // d[key] = module: a new key goes at the end, an existing key keeps its place.
+  void insert(const std::string& key, ModulePtr module);
+  // insert() for each pair, in order.
+  void update(const std::vector<std::pair<std::string, ModulePtr>>& modules);
+  // Removes the key and returns its module; an error naming the key when it is absent.
+  ModulePtr pop(const std::string& key);
+  void clear();
+
+  bool contains(const std::string& key) const;
+  size_t size() const { return named_children().size(); }
+  bool empty() const { return size() == 0; }
+  // The module stored under key; an error naming the key when it is absent.
+  ModulePtr operator[](const std::string& key) const;
+  // The module under key as its concrete type; throws when it is not an M.
+  template <class M>
+  std::shared_ptr<M> at(const std::string& key) const {
+    ModulePtr m = (*this)[key];
+    auto p = std::dynamic_pointer_cast<M>(m);
+    MINIDL_CHECK(p != nullptr, "ModuleDict::at", "module '", key, "' is a ", m->type_name(), ", not the requested type");
+    return p;
+  }
+  std::vector<std::string> keys() const;
+  std::vector<ModulePtr> values() const { return children(); }
+  std::vector<std::pair<std::string, ModulePtr>> items() const { return named_children(); }
+
+  std::string type_name() const override { return "ModuleDict"; }
+  ModulePtr clone_structure() const override;  // each child's clone_structure(), same keys
 };
 
 }  // namespace minidl::nn

@@ -169,6 +169,8 @@ ModulePtr BatchNorm::clone_structure() const {
   return std::make_shared<BatchNorm>(features_, expected_dims_, eps_, momentum_, affine, track);
 }
 
+void BatchNorm::set_momentum(std::optional<double> momentum) { momentum_ = momentum; }
+
 Tensor BatchNorm::forward(const Tensor& x) { return normalize(x, false); }
 Tensor BatchNorm::forward_relu(const Tensor& x) { return normalize(x, true); }
 Tensor BatchNorm::forward_add_relu(const Tensor& x, const Tensor& residual) { return normalize(x, true, residual); }

@@ -188,6 +188,9 @@ class BatchNorm : public Layer {
   std::string describe() const override;
   std::string type_name() const override { return expected_dims_ == 2 ? "BatchNorm1d" : "BatchNorm2d"; }
   ModulePtr clone_structure() const override;  // a BatchNorm1d or BatchNorm2d of the same configuration
+  // PyTorch's bn.momentum attribute (nullopt: the cumulative average); update_bn sets it.
+  std::optional<double> momentum() const { return momentum_; }
+  void set_momentum(std::optional<double> momentum);
 
   Tensor weight, bias, running_mean, running_var, num_batches_tracked;  // undefined when not kept
 

@@ -122,8 +122,7 @@ void Module::check_new_name(const std::string& name, const char* what) const {
                what, "attribute '", name, "' already exists in ", type_name());
 }
 
-Tensor Module::register_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
-  check_new_name(name, "register_parameter");
+Tensor Module::prepare_parameter(const std::string& name, Tensor tensor, bool requires_grad) const {
   if (tensor.defined()) {
     MINIDL_CHECK(tensor.is_leaf(), "register_parameter", "parameter '", name,
                  "' must be a leaf tensor (use .detach() on the result of an operation)");
@@ -132,8 +131,26 @@ Tensor Module::register_parameter(const std::string& name, Tensor tensor, bool r
                       "; only floating point parameters can require gradients (pass requires_grad=false)");
     tensor.set_name(join(path_, name));
   }
+  return tensor;
+}
+
+Tensor Module::register_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
+  check_new_name(name, "register_parameter");
+  tensor = prepare_parameter(name, std::move(tensor), requires_grad);
   parameters_.insert(name, tensor);
   return tensor;
+}
+
+Tensor Module::assign_parameter(const std::string& name, Tensor tensor) {
+  if (!parameters_.contains(name)) return register_parameter(name, std::move(tensor));
+  tensor = prepare_parameter(name, std::move(tensor), true);
+  parameters_.set(name, tensor);
+  return tensor;
+}
+
+void Module::remove_parameter(const std::string& name) {
+  MINIDL_CHECK(parameters_.contains(name), type_name(), "no parameter named '", name, "'");
+  parameters_.erase(name);
 }
 
 Tensor Module::register_buffer(const std::string& name, Tensor tensor, bool persistent) {
@@ -146,13 +163,38 @@ Tensor Module::register_buffer(const std::string& name, Tensor tensor, bool pers
   return tensor;
 }
 
-void Module::register_module_impl(const std::string& name, const ModulePtr& module) {
-  check_new_name(name, "register_module");
+void Module::adopt_module(const std::string& name, const ModulePtr& module) {
   MINIDL_CHECK(module != nullptr, "register_module", "submodule '", name, "' is null");
   MINIDL_CHECK(module.get() != this, "register_module", "a module cannot be its own submodule");
   module->name_ = name;
   module->set_path(join(path_, name));
+}
+
+// A submodule taken out of this tree becomes a root again: its names no longer carry our path.
+void Module::release_module(Module& module) {
+  module.name_.clear();
+  module.set_path("");
+}
+
+void Module::register_module_impl(const std::string& name, const ModulePtr& module) {
+  check_new_name(name, "register_module");
+  adopt_module(name, module);
   children_.emplace_back(name, module);
+}
+
+void Module::assign_module(const std::string& name, const ModulePtr& module) {
+  auto it = std::find_if(children_.begin(), children_.end(), [&](const auto& c) { return c.first == name; });
+  if (it == children_.end()) return register_module_impl(name, module);
+  adopt_module(name, module);
+  if (it->second != module) release_module(*it->second);
+  it->second = module;
+}
+
+void Module::remove_module(const std::string& name) {
+  auto it = std::find_if(children_.begin(), children_.end(), [&](const auto& c) { return c.first == name; });
+  MINIDL_CHECK(it != children_.end(), type_name(), "no submodule named '", name, "'");
+  release_module(*it->second);
+  children_.erase(it);
 }
 
 void Module::set_path(const std::string& path) {

@@ -197,8 +197,23 @@ class Module : public std::enable_shared_from_this<Module> {
   const std::shared_ptr<void>& amp_state() const { return amp_state_; }
   void set_amp_state(std::shared_ptr<void> state) { amp_state_ = std::move(state); }
 
+ protected:
+  // For containers whose entries are reassigned and removed by name (ModuleDict, ParameterList,
+  // ParameterDict: PyTorch's d[key] = value and del d[key]). An existing parameter or submodule of
+  // that name is replaced in its place; a new name is registered at the end, as register_*.
+  Tensor assign_parameter(const std::string& name, Tensor tensor);
+  void assign_module(const std::string& name, const ModulePtr& module);
+  // Removes a parameter or a submodule; an error when there is none of that name.
+  void remove_parameter(const std::string& name);
+  void remove_module(const std::string& name);
+  // This module's own parameters, in order (no copy).
+  const TensorDict& own_parameters() const { return parameters_; }
+
  private:
   void register_module_impl(const std::string& name, const ModulePtr& module);
+  Tensor prepare_parameter(const std::string& name, Tensor tensor, bool requires_grad) const;
+  void adopt_module(const std::string& name, const ModulePtr& module);
+  static void release_module(Module& module);
   void set_path(const std::string& path);  // recursive; renames parameter tensors
   void check_new_name(const std::string& name, const char* what) const;
   void collect_state(const std::string& prefix, TensorDict& out, bool detach) const;

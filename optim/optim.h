@@ -10,4 +10,5 @@
 #include "optim/scheduler.h"
 #include "optim/sequential_lr.h"
 #include "optim/sgd.h"
+#include "optim/swalr.h"
 #include "optim/warm_restarts.h"

@@ -34,6 +34,15 @@ class TensorDict {
     else items_[it->second].second = t;
   }
 
+  // Removes an entry (the others keep their order); a missing name is an error.
+  void erase(const std::string& name) {
+    auto it = index_.find(name);
+    MINIDL_CHECK(it != index_.end(), "TensorDict", "no key '", name, "'");
+    items_.erase(items_.begin() + static_cast<std::ptrdiff_t>(it->second));
+    index_.clear();
+    for (size_t i = 0; i < items_.size(); ++i) index_.emplace(items_[i].first, i);
+  }
+
   bool contains(const std::string& name) const { return index_.count(name) != 0; }
   const Tensor* find(const std::string& name) const {
     auto it = index_.find(name);
