@@ -6,3 +6,4 @@
 #include "distributed/init.h"
 #include "distributed/process_group.h"
 #include "distributed/reducer.h"
+#include "distributed/sync_batch_norm.h"

@@ -191,6 +191,8 @@ Tensor BatchNorm::normalize(const Tensor& x, bool relu, const Tensor& residual) 
   // As PyTorch: batch statistics in training and whenever there are no running statistics (their
   // slots are then empty, so nothing is updated).
   const bool batch_stats = is_training() || !track_running_stats_;
+  if (all_sum_ && is_training())
+    return batch_norm_synced(x, running_mean, running_var, weight, bias, factor, eps_, all_sum_, relu, residual);
   if (residual.defined())
     return batch_norm_add_relu(x, residual, running_mean, running_var, weight, bias, batch_stats, factor, eps_);
   return (relu ? batch_norm_relu : batch_norm)(x, running_mean, running_var, weight, bias, batch_stats, factor, eps_);

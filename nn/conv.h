@@ -191,6 +191,11 @@ class BatchNorm : public Layer {
   // PyTorch's bn.momentum attribute (nullopt: the cumulative average); update_bn sets it.
   std::optional<double> momentum() const { return momentum_; }
   void set_momentum(std::optional<double> momentum);
+  // Statistics over a batch split across processes (dist::convert_sync_batchnorm sets this: PyTorch's
+  // SyncBatchNorm): while set, training mode normalizes with the global batch's statistics through
+  // batch_norm_synced (ops/nn_ops.h); evaluation mode is unchanged. An empty function turns it off.
+  void set_batch_stats_all_sum(AllSum all_sum) { all_sum_ = std::move(all_sum); }
+  bool synced() const { return all_sum_ != nullptr; }
 
   Tensor weight, bias, running_mean, running_var, num_batches_tracked;  // undefined when not kept
 
@@ -202,6 +207,7 @@ class BatchNorm : public Layer {
   double eps_;
   std::optional<double> momentum_;
   bool track_running_stats_;
+  AllSum all_sum_;
 };
 struct BatchNorm1d : BatchNorm {
   explicit BatchNorm1d(int64_t features, double eps = 1e-5, std::optional<double> momentum = 0.1, bool affine = true,

@@ -261,6 +261,56 @@ Tensor batch_norm_add_relu(const Tensor& x, const Tensor& residual, const Tensor
                          momentum, eps);
 }
 
+Tensor batch_norm_synced(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                         const Tensor& bias, double momentum, double eps, const AllSum& all_sum, bool relu,
+                         const Tensor& residual) {
+  const char* op = "batch_norm_synced";
+  check_defined(x, op, "input");
+  MINIDL_CHECK(x.dim() >= 2, op, "expected input with at least 2 dims [N, C, ...], got ", x.meta_str());
+  check_floating(op, x);
+  check_channel_vector(weight, "weight", x);
+  check_channel_vector(bias, "bias", x);
+  check_channel_vector(running_mean, "running_mean", x);
+  check_channel_vector(running_var, "running_var", x);
+  MINIDL_CHECK(running_mean.defined() == running_var.defined(), op,
+               "running_mean and running_var must both be given or both be empty");
+  MINIDL_CHECK(eps >= 0, op, "eps must be non-negative, got ", eps);
+  MINIDL_CHECK(all_sum != nullptr, op, "no all_sum function was given");
+  if (residual.defined()) {
+    check_same_device(op, x, residual);
+    MINIDL_CHECK(residual.shape() == x.shape() && residual.dtype() == x.dtype(), op, "residual must have the input's shape and dtype, got ",
+                 residual.meta_str(), " for input ", x.meta_str());
+  }
+  amp::AutocastDisabled no_autocast;
+  const DType compute = x.dtype() == DType::F64 ? DType::F64 : DType::F32;
+  const int64_t C = x.size(1);
+  std::vector<int64_t> reduce_dims{0}, channel_shape(static_cast<size_t>(x.dim()), 1);
+  for (int64_t d = 2; d < x.dim(); ++d) reduce_dims.push_back(d);
+  channel_shape[1] = C;
+  const Tensor xc = cast(x, compute);
+  // The local sums and the local count in one collective; the count is the last element.
+  const double local_count = static_cast<double>(C > 0 ? x.numel() / C : 0);
+  const Tensor sums = all_sum(cat({sum(xc, reduce_dims), full({1}, local_count, TensorOptions(compute).device(x.device()))}));
+  const double count = sums.narrow(0, C, 1).item();
+  MINIDL_CHECK(count > 1, op, "expected more than 1 value per channel when training, got ", count,
+               " over all processes for input size ", shape_str(x.shape()));
+  const Tensor mean_c = div(sums.narrow(0, 0, C), count);
+  const Tensor centered = sub(xc, mean_c.view(channel_shape));
+  const Tensor var_c = div(all_sum(sum(mul(centered, centered), reduce_dims)), count);
+  Tensor y = mul(centered, rsqrt(add(var_c, eps)).view(channel_shape));
+  if (weight.defined()) y = mul(y, cast(weight, compute).view(channel_shape));
+  if (bias.defined()) y = add(y, cast(bias, compute).view(channel_shape));
+  y = cast(y, x.dtype());
+  if (residual.defined()) y = add(y, residual);
+  if (relu || residual.defined()) y = minidl::relu(y);
+  if (running_mean.defined()) {
+    NoGradGuard no_grad;
+    running_mean.mul_(1.0 - momentum).add_(cast(mean_c.detach(), running_mean.dtype()), momentum);
+    running_var.mul_(1.0 - momentum).add_(cast(var_c.detach(), running_var.dtype()), momentum * count / (count - 1));
+  }
+  return y;
+}
+
 // Channel dropout (torch.nn.functional.dropout2d): one keep/drop draw per (n, c) slice from the
 // Philox stream, kept slices scaled by 1/(1-p); the mask [N, C, 1, ...] broadcasts through mul.
 // As PyTorch (1.13 and 2.x), a 3-D input is read as (N, C, L), channel-wise 1-D dropout, not as an

@@ -6,6 +6,8 @@
 //   first and second order.
 //   batch_norm, batch_norm_relu, batch_norm_add_relu (ops/batch_norm.cpp): autocast None; a low-precision input with f32
 //     weight, bias and running stats computes its statistics in f32 and returns the input dtype.
+//   batch_norm_synced (ops/batch_norm.cpp): a composite of differentiable ops run with autocast off,
+//     in f32 (f64 for f64), returning the input dtype; differentiable to any order.
 //   dropout2d (ops/batch_norm.cpp): autocast None.
 //   pad (ops/pad.cpp): a composite of narrow, cat and index_select, so differentiable to any order;
 //     autocast f32 on the CPU for reflect (1-2 dims) and replicate (1-3 dims), as PyTorch's lists.
@@ -13,6 +15,7 @@
 // Spatial arguments are {height, width} pairs. Inputs are [N, C, H, W] or unbatched [C, H, W].
 #pragma once
 #include <array>
+#include <functional>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -115,6 +118,19 @@ Tensor batch_norm_relu(const Tensor& x, const Tensor& running_mean, const Tensor
 Tensor batch_norm_add_relu(const Tensor& x, const Tensor& residual, const Tensor& running_mean, const Tensor& running_var,
                            const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), bool training = false,
                            double momentum = 0.1, double eps = 1e-5);
+
+// batch_norm in training mode over a batch split across processes (PyTorch's SyncBatchNorm):
+// `all_sum(t)` returns the elementwise sum of t over every process taking part, differentiably (its
+// gradient is the sum of the processes' gradients: dist::all_reduce_sum), and the per-channel mean
+// and biased variance are those of the global batch, in two passes (the mean, then the squared
+// deviations from it). Given running statistics are updated with the global mean and the unbiased
+// global variance. relu / residual as batch_norm_relu / batch_norm_add_relu. A composite of
+// differentiable ops computed in f32 (f64 for an f64 input), autocast off inside; returns x's
+// dtype. Every process must call it for the same channels in the same order.
+using AllSum = std::function<Tensor(const Tensor&)>;
+Tensor batch_norm_synced(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                         const Tensor& bias, double momentum, double eps, const AllSum& all_sum, bool relu = false,
+                         const Tensor& residual = Tensor());
 
 // Zeroes whole channels with probability p and scales the rest by 1/(1-p) (training only).
 // One mask value per (n, c) slice of x [N, C, H, W]; a 3-D x is read as [N, C, L], as PyTorch does
