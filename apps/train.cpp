@@ -227,6 +227,8 @@ int run(const train::Config& c) {
     std::printf("resumed from %s at epoch %lld, batch %lld, step %lld\n", c.resume.c_str(), (long long)start_epoch + 1,
                 (long long)ck.meta.at("loader_batch").as_int(), (long long)global_step);
   }
+  if (group && c.sync_bn)
+    std::printf("synced batch norm: %d layers\n", dist::convert_sync_batchnorm(*model, group));
   if (group) ddp.emplace(model, group);
 
   auto save_checkpoint = [&](const std::string& path) {

@@ -267,6 +267,23 @@ TEST_CASE("minidl-train under mpirun -np 2 trains data parallel, rank 0 alone re
 }
 #endif
 
+#ifdef MINIDL_MPIEXEC
+TEST_CASE("minidl-train --sync-bn under mpirun -np 2 syncs the CNN's batch norms", "[train_program][dist][cifar]") {
+  TempDir dir;
+  write_cifar10(dir, 16, 5);  // 80 training and 16 test images
+  const std::string cmd = std::string(MINIDL_MPIEXEC) +
+                          " --allow-run-as-root --oversubscribe -np 2 --mca btl self,tcp --mca btl_tcp_if_include lo " +
+                          MINIDL_TRAIN_BIN + " --model cnn --dataset cifar10 --data " + dir.path.string() +
+                          " --epochs 1 --batch-size 8 --max-steps 3 --no-progress --sync-bn 2>&1";
+  const Result r = run_command(cmd);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("sync_bn=on") != std::string::npos);
+  CHECK(r.output.find("synced batch norm: 5 layers") != std::string::npos);  // rank 0 alone prints
+  CHECK(last_line_json(r.output).at("steps").as_int() == 3);
+}
+#endif
+
 TEST_CASE("minidl-train range-checks every integer flag: exit status 2 and the flag named", "[train_program]") {
   for (const auto& [args, flag] : std::vector<std::pair<std::string, std::string>>{
            {"--batch-size 9223372036854775807", "--batch-size"},

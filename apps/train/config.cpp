@@ -109,6 +109,8 @@ a JSON summary as the last line of stdout.
   --detect-anomaly      anomaly mode: every op checks its outputs and every backward node its
                         gradients for NaN/inf; the first one stops the run (exit 1) naming the
                         op, its module and the forward op of the backward node (slower)
+  --sync-bn             under mpirun: batch norm with the statistics of all ranks' samples
+                        (PyTorch's SyncBatchNorm); one process: no effect
   --no-progress         no live progress bar or periodic step lines
   --help                this text
 
@@ -166,6 +168,7 @@ Config parse_flags(const std::vector<std::string>& args) {
   bool no_progress = false;
   app.add_flag("--no-progress", no_progress);
   app.add_flag("--detect-anomaly", c.detect_anomaly);
+  app.add_flag("--sync-bn", c.sync_bn);
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes the arguments last first
     app.parse(reversed);
@@ -230,6 +233,7 @@ std::string describe(const Config& c) {
   if (c.max_steps) os << " max_steps=" << c.max_steps;
   if (c.nan_policy != "stop") os << " nan_policy=" << c.nan_policy;
   if (c.detect_anomaly) os << " detect_anomaly=on";
+  if (c.sync_bn) os << " sync_bn=on";
   return os.str();
 }
 

@@ -35,6 +35,7 @@ struct Config {
   bool progress = true;        // live progress bar on a terminal / periodic lines otherwise
   std::string nan_policy = "stop";  // stop | skip: what a non-finite training loss does
   bool detect_anomaly = false;      // check every op's outputs and gradients for NaN/inf
+  bool sync_bn = false;             // data parallel: batch norm over the global batch
   bool help = false;                // --help was given: print usage() and exit 0
 };
 
