@@ -4,6 +4,7 @@
 #include "optim/adam.h"
 #include "optim/optimizer.h"
 #include "optim/plateau.h"
+#include "optim/rprop_asgd.h"
 #include "optim/adam_variants.h"
 #include "optim/adaptive.h"
 #include "optim/cyclic_lr.h"

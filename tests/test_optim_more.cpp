@@ -1,4 +1,4 @@
-// Adadelta, Adamax, NAdam and RAdam against torch's trajectories (tests/torch_refs/optim_more.py:
+// Adadelta, Adamax, NAdam, RAdam, Rprop and ASGD against torch's trajectories (tests/torch_refs/optim_more.py:
 // torch 1.13's optimizers, and torch 2.x's single-tensor code for NAdam and decoupled weight decay),
 // in f64 to 1e-12 and in f32 within a few ulps per step; maximize, decoupled weight decay, state
 // dicts, GradScaler and errors.
@@ -56,12 +56,17 @@ const std::vector<std::pair<std::string, Make>>& cases() {
       {"nadam", maker<NAdam>(NAdamOptions())},
       {"nadam lr0.01 md0.1 wd0.1", maker<NAdam>(NAdamOptions(0.01).weight_decay(0.1).momentum_decay(0.1))},
       {"nadam decoupled lr0.01 wd0.1", maker<NAdam>(NAdamOptions(0.01).weight_decay(0.1).decoupled_weight_decay(true))},
+      {"rprop", maker<Rprop>(RpropOptions())},
+      {"rprop lr0.1 etas0.3,1.5 steps0.01,0.2 maximize",
+       maker<Rprop>(RpropOptions(0.1).etas(0.3, 1.5).step_sizes(0.01, 0.2).maximize(true))},
+      {"asgd", maker<ASGD>(ASGDOptions())},
+      {"asgd lr0.05 lambd0.01 alpha0.5 t0_2 wd0.1", maker<ASGD>(ASGDOptions(0.05).lambd(0.01).alpha(0.5).t0(2).weight_decay(0.1))},
   };
   return c;
 }
 }  // namespace
 
-TEST_CASE("Adadelta, Adamax, NAdam and RAdam follow torch's trajectories in f64 and f32", "[optim]") {
+TEST_CASE("Adadelta, Adamax, NAdam, RAdam, Rprop and ASGD follow torch's trajectories in f64 and f32", "[optim]") {
   REQUIRE(cases().size() == torch_optim_more_values().size());
   for (const auto& [name, make] : cases()) {
     INFO(name);
@@ -165,4 +170,22 @@ TEST_CASE("the new optimizers refuse bad hyper-parameters with torch's words", "
   CHECK_THROWS_WITH(RAdam({p}, RAdamOptions(-1.0)), Contains("RAdam") && Contains("Invalid learning rate: -1"));
   CHECK_THROWS_WITH(NAdam({p}, NAdamOptions().momentum_decay(-0.1)), Contains("Invalid momentum_decay value: -0.1"));
   CHECK_THROWS_WITH(NAdam({p}, NAdamOptions().eps(-1.0)), Contains("Invalid epsilon value: -1"));
+  CHECK_THROWS_WITH(Rprop({p}, RpropOptions().etas(1.2, 0.5)), Contains("Rprop") && Contains("Invalid eta values: 1.2, 0.5"));
+  CHECK_THROWS_WITH(ASGD({p}, ASGDOptions().weight_decay(-1)), Contains("ASGD") && Contains("Invalid weight_decay value: -1"));
+}
+
+TEST_CASE("ASGD's average of the iterates and its f32 eta and mu match torch's state", "[optim]") {
+  Tensor p = sine_operand(0, {kN}).requires_grad_();
+  ASGD asgd({p}, ASGDOptions(0.05).lambd(0.01).alpha(0.5).t0(2).weight_decay(0.1));
+  for (int s = 0; s < kSteps; ++s) {
+    p.set_grad(sine_operand(1 + s, {kN}));
+    asgd.step();
+  }
+  const TensorDict& st = asgd.state(p).buffers;
+  testing::check_printed_values(st["ax"], torch_asgd_state_values().at("ax"));
+  CHECK(st["eta"].dtype() == DType::F32);
+  CHECK(st["eta"].shape() == Shape{});
+  CHECK(st["eta"].item() == torch_asgd_state_values().at("eta")[0]);  // the same f32 value
+  CHECK(st["mu"].item() == torch_asgd_state_values().at("mu")[0]);
+  CHECK(asgd.state_dict().tensors.at("state.0.mu").shape() == Shape{});
 }

@@ -1,6 +1,6 @@
 # Writes tests/optim_more_torch_values.h, the literals of tests/test_optim_more.cpp: a parameter of
 # 5 f64 values (operand 0 of tests/sine_operands.h) updated 8 times with the gradients operand 1 + step,
-# after every step. Adadelta, Adamax and RAdam (L2 weight decay) are torch 1.13's own optimizers;
+# after every step. Adadelta, Adamax, RAdam (L2 weight decay), Rprop and ASGD are torch 1.13's own optimizers;
 # NAdam and the decoupled weight decay of NAdam and RAdam follow torch 2.x's single-tensor code,
 # written out below, because 1.13 lacks the option and its NAdam multiplies mu twice into the next
 # mu product (fixed in 2.x). As in torch, NAdam's mu product is a 0-dim f32 tensor.
@@ -73,7 +73,21 @@ cases = [
     ("nadam", nadam_2x(operand(0, (N,)), grads)),
     ("nadam lr0.01 md0.1 wd0.1", nadam_2x(operand(0, (N,)), grads, lr=0.01, weight_decay=0.1, momentum_decay=0.1)),
     ("nadam decoupled lr0.01 wd0.1", nadam_2x(operand(0, (N,)), grads, lr=0.01, weight_decay=0.1, decoupled=True)),
+    ("rprop", torch_run(lambda ps: torch.optim.Rprop(ps))),
+    ("rprop lr0.1 etas0.3,1.5 steps0.01,0.2 maximize", torch_run(lambda ps: torch.optim.Rprop(ps, lr=0.1, etas=(0.3, 1.5), step_sizes=(0.01, 0.2), maximize=True))),
+    ("asgd", torch_run(lambda ps: torch.optim.ASGD(ps))),
+    ("asgd lr0.05 lambd0.01 alpha0.5 t0_2 wd0.1", torch_run(lambda ps: torch.optim.ASGD(ps, lr=0.05, lambd=0.01, alpha=0.5, t0=2, weight_decay=0.1))),
 ]
+
+# ASGD's average of the iterates ("ax") after the 8 steps, with averaging from step 2 on.
+p = operand(0, (N,)).requires_grad_()
+asgd = torch.optim.ASGD([p], lr=0.05, lambd=0.01, alpha=0.5, t0=2, weight_decay=0.1)
+for s in range(STEPS):
+    p.grad = operand(1 + s, (N,))
+    asgd.step()
+state = asgd.state[p]
 print_header("optim_more.py")
 print_map("Per case, the parameter after each of the 8 steps, concatenated.", "torch_optim_more_values",
           "std::vector<double>", [(name, vals(torch.cat(ps))) for name, ps in cases])
+print_map("ASGD's state after those 8 steps (the last case): ax, eta and mu.", "torch_asgd_state_values",
+          "std::vector<double>", [(k, vals(state[k].to(torch.float64).reshape(-1))) for k in ("ax", "eta", "mu")])
