@@ -336,14 +336,7 @@ Tensor dropout2d(const Tensor& x, double p, bool training, Generator* gen) {
   if (!training || p == 0.0) return x;
   check_floating(op, x);
   if (p == 1.0) return mul(x, 0.0);
-  Shape ms(x.dim(), 1);
-  ms[0] = x.size(0);
-  ms[1] = x.size(1);
-  Tensor mask = new_empty(ms, x.dtype(), x.device());
-  Generator& g = gen ? *gen : default_generator();
-  const uint64_t offset = g.reserve(kernels::random_blocks(mask.numel()));
-  K().random.get(x.device(), x.dtype())(kernels::RandomDist::KeepMask, mask, g.initial_seed(), offset, p, 1.0 / (1.0 - p));
-  return mul(x, mask);
+  return mul(x, random_keep_mask(feature_mask_shape(x), x, p, 1.0 / (1.0 - p), gen));
 }
 
 }  // namespace minidl

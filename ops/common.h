@@ -96,6 +96,12 @@ inline void check_index_range_on_device(const Tensor& index, const kernels::Inde
 
 // Runs a unary kernel (ops/kernels.h UnaryOp) on a floating tensor; integers and bool are
 // promoted to f32 first, as torch.exp. Defined in ops/unary.cpp.
+// A new tensor of `shape` (x's dtype and device) whose elements are keep_value with probability
+// 1 - p and 0 otherwise, from `gen` (the default generator when null): the dropout family's masks.
+Tensor random_keep_mask(const Shape& shape, const Tensor& x, double p, double keep_value, Generator* gen);
+// [N, C, 1, ...]: one mask value per (sample, channel) of x (the feature dropouts).
+Shape feature_mask_shape(const Tensor& x);
+
 Tensor unary_forward(kernels::UnaryOp op, const char* name, const Tensor& x_in, double p0 = 0, double p1 = 0);
 
 // x where x <= 0, else 0 (the exponential branch's argument of elu, selu, celu); ops/activation_more.cpp.

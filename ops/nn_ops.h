@@ -8,7 +8,8 @@
 //     weight, bias and running stats computes its statistics in f32 and returns the input dtype.
 //   batch_norm_synced (ops/batch_norm.cpp): a composite of differentiable ops run with autocast off,
 //     in f32 (f64 for f64), returning the input dtype; differentiable to any order.
-//   dropout2d (ops/batch_norm.cpp): autocast None.
+//   dropout2d (ops/batch_norm.cpp), dropout1d, alpha_dropout, feature_alpha_dropout
+//     (ops/dropout_variants.cpp): autocast None.
 //   pad (ops/pad.cpp): a composite of narrow, cat and index_select, so differentiable to any order;
 //     autocast f32 on the CPU for reflect (1-2 dims) and replicate (1-3 dims), as PyTorch's lists.
 //   interpolate (ops/interpolate.cpp): a composite of index_select, mul and add; autocast None.
@@ -136,6 +137,13 @@ Tensor batch_norm_synced(const Tensor& x, const Tensor& running_mean, const Tens
 // One mask value per (n, c) slice of x [N, C, H, W]; a 3-D x is read as [N, C, L], as PyTorch does
 // (with its warning; it is not an unbatched [C, H, W]).
 Tensor dropout2d(const Tensor& x, double p = 0.5, bool training = true, Generator* gen = nullptr);
+// torch.nn.functional.dropout1d: one keep/drop draw per (n, c) of x [N, C, L] (or [C, L]), kept
+// channels scaled by 1/(1-p). (ops/dropout_variants.cpp)
+Tensor dropout1d(const Tensor& x, double p = 0.5, bool training = true, Generator* gen = nullptr);
+// torch.nn.functional.alpha_dropout / feature_alpha_dropout (one draw per element / per (n, c)):
+// dropout that keeps SELU's zero mean and unit variance (ops/dropout_variants.cpp).
+Tensor alpha_dropout(const Tensor& x, double p = 0.5, bool training = false, Generator* gen = nullptr);
+Tensor feature_alpha_dropout(const Tensor& x, double p = 0.5, bool training = false, Generator* gen = nullptr);
 
 // ---- padding (ops/pad.cpp), torch.nn.functional.pad
 // `pads` pairs (before, after) from the last dim backwards: {left, right, top, bottom, ...}.

@@ -82,13 +82,26 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions opts
 
 // Inverted dropout, as torch.nn.functional.dropout: kept elements are scaled by 1/(1-p) so the
 // expectation is unchanged; the backward multiplies by the same saved (scaled) mask.
+namespace ops_detail {
+Tensor random_keep_mask(const Shape& shape, const Tensor& x, double p, double keep_value, Generator* gen) {
+  return random_fill(RandomDist::KeepMask, new_empty(shape, x.dtype(), x.device()), gen, p, keep_value);
+}
+
+Shape feature_mask_shape(const Tensor& x) {
+  Shape ms(static_cast<size_t>(x.dim()), 1);
+  ms[0] = x.size(0);
+  ms[1] = x.size(1);
+  return ms;
+}
+}  // namespace ops_detail
+
 Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
   check_defined(x, "dropout", "input");
   MINIDL_CHECK(p >= 0.0 && p <= 1.0, "dropout", "probability has to be between 0 and 1, but got ", p);
   if (!training || p == 0.0) return x;
   check_floating("dropout", x);
   if (p == 1.0) return mul(x, 0.0);  // all dropped; still connected, with a zero gradient
-  Tensor mask = random_fill(RandomDist::KeepMask, new_empty(x.shape(), x.dtype(), x.device()), gen, p, 1.0 / (1.0 - p));
+  Tensor mask = random_keep_mask(x.shape(), x, p, 1.0 / (1.0 - p), gen);
   Tensor out = new_empty(x.shape(), x.dtype(), x.device());
   K().binary.get(x.device(), x.dtype())(kernels::BinaryOp::Mul, out, x.detach(), mask, 0.0, 1.0);
   autograd::record("DropoutBackward", {x}, {out}, {mask},
