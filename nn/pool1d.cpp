@@ -2,13 +2,12 @@
 #include "nn/pool1d.h"
 
 #include "framework/error.h"
+#include "nn/python_repr.h"
 #include "ops/ops.h"
 
 namespace minidl::nn {
 
-namespace {
-const char* python_bool(bool b) { return b ? "True" : "False"; }
-}  // namespace
+using detail::python_bool;
 
 Tensor MaxPool1d::forward(const Tensor& x) {
   auto scope = forward_scope();

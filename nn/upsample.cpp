@@ -1,21 +1,13 @@
 #include "nn/upsample.h"
 
-#include <charconv>
-
 #include "framework/error.h"
+#include "nn/python_repr.h"
 #include "ops/ops.h"
 
 namespace minidl::nn {
 
 namespace {
-// A float as Python's repr writes it: the shortest round trip, "2.0" for a whole number.
-std::string python_float(double v) {
-  char buf[32];
-  const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
-  std::string s(buf, end);
-  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
-  return s;
-}
+using detail::python_float;
 
 // One value as itself, several as a Python tuple.
 template <class T, class Format>

@@ -13,6 +13,8 @@
 //   pad (ops/pad.cpp): a composite of narrow, cat and index_select, so differentiable to any order;
 //     autocast f32 on the CPU for reflect (1-2 dims) and replicate (1-3 dims), as PyTorch's lists.
 //   interpolate (ops/interpolate.cpp): a composite of index_select, mul and add; autocast None.
+//   lp_pool1d/2d, max_unpool1d/2d, local_response_norm: composites of the ops above (max_unpool
+//     with its own backward, a gather); autocast None.
 // Spatial arguments are {height, width} pairs. Inputs are [N, C, H, W] or unbatched [C, H, W].
 #pragma once
 #include <array>
@@ -82,6 +84,18 @@ Tensor adaptive_avg_pool1d(const Tensor& x, int64_t output_size);
 Tensor adaptive_max_pool1d(const Tensor& x, int64_t output_size);
 MaxPoolResult adaptive_max_pool1d_with_indices(const Tensor& x, int64_t output_size);
 
+// torch.nn.functional.lp_pool2d / lp_pool1d (ops/lp_pool.cpp): the norm_type-norm of each window
+// (no padding; stride {0, 0} / 0: the kernel size).
+Tensor lp_pool2d(const Tensor& x, double norm_type, Size2 kernel_size, Size2 stride = {0, 0}, bool ceil_mode = false);
+Tensor lp_pool1d(const Tensor& x, double norm_type, int64_t kernel_size, int64_t stride = 0, bool ceil_mode = false);
+// torch.nn.functional.max_unpool2d / max_unpool1d (ops/max_unpool.cpp): x and indices (from
+// max_pool*_with_indices) [N, C, H, W] or [C, H, W] (1-D: [N, C, L] or [C, L]); output size
+// (H - 1) * stride - 2 * padding + kernel unless given; other positions 0.
+Tensor max_unpool2d(const Tensor& x, const Tensor& indices, Size2 kernel_size, Size2 stride = {0, 0}, Size2 padding = {0, 0},
+                    std::optional<Size2> output_size = std::nullopt);
+Tensor max_unpool1d(const Tensor& x, const Tensor& indices, int64_t kernel_size, int64_t stride = 0, int64_t padding = 0,
+                    std::optional<int64_t> output_size = std::nullopt);
+
 // ---- sliding blocks (ops/fold.cpp), torch.nn.functional.unfold / fold
 // unfold: x [N, C, H, W] (or [C, H, W]) -> [N, C * kH * kW, L], the blocks' values in (channel,
 // kernel row, kernel column) order, L = OH * OW blocks in row-major order.
@@ -132,6 +146,10 @@ using AllSum = std::function<Tensor(const Tensor&)>;
 Tensor batch_norm_synced(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                          const Tensor& bias, double momentum, double eps, const AllSum& all_sum, bool relu = false,
                          const Tensor& residual = Tensor());
+
+// torch.nn.functional.local_response_norm over channels (dim 1) of x [N, C, *] (3-D or more)
+// (ops/local_response_norm.cpp).
+Tensor local_response_norm(const Tensor& x, int64_t size, double alpha = 1e-4, double beta = 0.75, double k = 1.0);
 
 // Zeroes whole channels with probability p and scales the rest by 1/(1-p) (training only).
 // One mask value per (n, c) slice of x [N, C, H, W]; a 3-D x is read as [N, C, L], as PyTorch does

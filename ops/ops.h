@@ -300,6 +300,8 @@ Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats);
 Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims = {});
 // torch.nn.functional.pixel_shuffle / pixel_unshuffle: [*, C r^2, H, W] <-> [*, C, H r, W r].
 Tensor pixel_shuffle(const Tensor& x, int64_t upscale_factor);
+// torch.nn.functional.channel_shuffle: [N, C, *] -> channel j of group i at j * groups + i.
+Tensor channel_shuffle(const Tensor& x, int64_t groups);
 Tensor pixel_unshuffle(const Tensor& x, int64_t downscale_factor);
 
 // ---- diagonals and vector products (ops/diagonal.cpp), as torch's. diagonal puts the diagonal of

@@ -1,5 +1,6 @@
 // Rearranging elements: flip (reversed along dims), repeat (tiled), roll (shifted with wrap-around)
-// and pixel_shuffle / pixel_unshuffle (channels to and from space), as compositions of index_select,
+// pixel_shuffle / pixel_unshuffle (channels to and from space) and channel_shuffle (channels
+// interleaved across groups), as compositions of index_select,
 // cat, reshape, permute and expand, so they run on every backend and differentiate to any order
 // through those ops' backward passes. Each returns a new tensor, as PyTorch's. Autocast: none.
 #include <set>
@@ -115,6 +116,22 @@ Tensor pixel_unshuffle(const Tensor& x, int64_t r) {
   Shape out = lead;
   out.insert(out.end(), {c * r * r, h / r, w / r});
   return x.reshape(split).permute(perm).reshape(out);
+}
+
+// torch.nn.functional.channel_shuffle: [N, C, *] viewed as [N, g, C/g, *], the two group dims
+// swapped, back to [N, C, *]: channel j of group i moves to position j * g + i.
+Tensor channel_shuffle(const Tensor& x, int64_t groups) {
+  const char* name = "channel_shuffle";
+  check_defined(x, name, "input");
+  MINIDL_CHECK(x.dim() > 2, name, "channel_shuffle expects input with > 2 dims, but got input with sizes ",
+               shape_str(x.shape()));
+  MINIDL_CHECK(groups > 0, name, "Number of groups to divide channels in must be positive. Value of groups:", groups);
+  const int64_t c = x.size(1);
+  MINIDL_CHECK(c % groups == 0, name, "Number of channels must be divisible by groups. Got ", c, " channels and ", groups,
+               " groups.");
+  Shape split{x.size(0), groups, c / groups};
+  for (int64_t d = 2; d < x.dim(); ++d) split.push_back(x.size(d));
+  return x.reshape(split).transpose(1, 2).reshape(x.shape());
 }
 
 }  // namespace minidl
