@@ -13,6 +13,8 @@
 //   pad (ops/pad.cpp): a composite of narrow, cat and index_select, so differentiable to any order;
 //     autocast f32 on the CPU for reflect (1-2 dims) and replicate (1-3 dims), as PyTorch's lists.
 //   interpolate (ops/interpolate.cpp): a composite of index_select, mul and add; autocast None.
+//   grid_sample (ops/grid_sample.cpp): autocast f32 on both (PyTorch's lists); affine_grid: none of its
+//     own (its matmul follows matmul's row, as PyTorch's bmm: bf16 theta products under CPU autocast).
 //   lp_pool1d/2d, max_unpool1d/2d, local_response_norm: composites of the ops above (max_unpool
 //     with its own backward, a gather); autocast None.
 // Spatial arguments are {height, width} pairs. Inputs are [N, C, H, W] or unbatched [C, H, W].
@@ -95,6 +97,16 @@ Tensor max_unpool2d(const Tensor& x, const Tensor& indices, Size2 kernel_size, S
                     std::optional<Size2> output_size = std::nullopt);
 Tensor max_unpool1d(const Tensor& x, const Tensor& indices, int64_t kernel_size, int64_t stride = 0, int64_t padding = 0,
                     std::optional<int64_t> output_size = std::nullopt);
+
+// ---- sampling grids (ops/grid_sample.cpp), torch.nn.functional.affine_grid / grid_sample, 2-D.
+enum class GridSampleMode { Bilinear, Nearest };
+enum class GridPadding { Zeros, Border, Reflection };
+// theta [N, 2, 3], size {N, C, H, W} -> grid [N, H, W, 2] of the (x, y) each output pixel reads.
+Tensor affine_grid(const Tensor& theta, const Shape& size, bool align_corners = false);
+// x [N, C, H, W] read at grid [N, Ho, Wo, 2] ((x, y) in [-1, 1]) -> [N, C, Ho, Wo]. PyTorch's
+// defaults: bilinear, zeros, align_corners false. No bicubic mode and no 5-D volumes.
+Tensor grid_sample(const Tensor& x, const Tensor& grid, GridSampleMode mode = GridSampleMode::Bilinear,
+                   GridPadding padding = GridPadding::Zeros, bool align_corners = false);
 
 // ---- sliding blocks (ops/fold.cpp), torch.nn.functional.unfold / fold
 // unfold: x [N, C, H, W] (or [C, H, W]) -> [N, C * kH * kW, L], the blocks' values in (channel,

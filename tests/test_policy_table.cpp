@@ -104,6 +104,7 @@ const std::map<std::string, std::function<void()>>& op_calls() {
       {"rnn_relu", [] { recurrent(RecurrentMode::RNNReLU, rand_t({2, 1, 3}), Tensor(), Tensor(), {{rand_t({2, 3}), rand_t({2, 2}), Tensor(), Tensor()}}); }},
       {"lstm", [] { recurrent(RecurrentMode::LSTM, rand_t({2, 1, 3}), Tensor(), Tensor(), {{rand_t({8, 3}), rand_t({8, 2}), Tensor(), Tensor()}}); }},
       {"gru", [] { recurrent(RecurrentMode::GRU, rand_t({2, 1, 3}), Tensor(), Tensor(), {{rand_t({6, 3}), rand_t({6, 2}), Tensor(), Tensor()}}); }},
+      {"grid_sample", [] { grid_sample(rand_t({1, 1, 3, 3}), rand_t({1, 2, 2, 2})); }},
   };
   return calls;
 }
