@@ -40,17 +40,7 @@ void check_same_layout(const std::vector<Tensor>& mine, const std::vector<Tensor
 
 AveragedModelBase::AveragedModelBase(const Module& model, const AveragedModelOptions& options)
     : avg_fn_(options.avg_fn_ ? options.avg_fn_ : swa_average()), use_buffers_(options.use_buffers_) {
-  // PyTorch's deepcopy(model): the same structure with tensors of its own (leaves that require
-  // grad as the model's do), moved to `device` when one is given.
-  ModulePtr copy = model.clone_structure();
-  const auto own_copy = [&](const Tensor& t) {
-    Tensor c = t.detach().clone();
-    if (options.device_) c = c.to(*options.device_);
-    if (c.is_floating_point() && t.requires_grad()) c.requires_grad_(true);
-    return c;
-  };
-  copy->bind_replica(model, own_copy, own_copy);
-  copy_ = register_module("module", copy);
+  copy_ = register_module("module", model.deep_copy(options.device_));  // PyTorch's deepcopy(model)
   n_averaged = register_buffer("n_averaged", zeros({}, TensorOptions(DType::I64).device(options.device_.value_or(Device::cpu()))));
 }
 

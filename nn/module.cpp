@@ -515,6 +515,18 @@ void bind_slots(const TensorDict& original, const TensorDict& replica, const cha
 }
 }  // namespace
 
+ModulePtr Module::deep_copy(std::optional<Device> device) const {
+  ModulePtr copy = clone_structure();
+  const auto own_copy = [&](const Tensor& t) {
+    Tensor c = t.detach().clone();
+    if (device) c = c.to(*device);
+    if (c.is_floating_point() && t.requires_grad()) c.requires_grad_(true);
+    return c;
+  };
+  copy->bind_replica(*this, own_copy, own_copy);
+  return copy;
+}
+
 void Module::bind_replica(const Module& original, const ReplicaTensorFn& param_for, const ReplicaTensorFn& buffer_for) {
   MINIDL_CHECK(&original != this, "bind_replica", "a module cannot be its own replica");
   std::unordered_map<const TensorImpl*, Tensor> made;

@@ -184,6 +184,10 @@ class Module : public std::enable_shared_from_this<Module> {
   // buffer names, defined slots, shapes).
   using ReplicaTensorFn = std::function<Tensor(const Tensor&)>;
   void bind_replica(const Module& original, const ReplicaTensorFn& param_for, const ReplicaTensorFn& buffer_for);
+  // An independent copy (PyTorch's copy.deepcopy(module)): clone_structure() with every parameter
+  // and buffer a copy of this module's (parameters are leaves that require grad as these do),
+  // training mode and autocast settings as here; `device`, when given, is where the copy's tensors go.
+  ModulePtr deep_copy(std::optional<Device> device = std::nullopt) const;
 
   // ---- AMP
   // Open at the top of a forward(): see ForwardScopeFactory. Cheap when no factory is installed.

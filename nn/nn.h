@@ -27,4 +27,5 @@
 #include "nn/shape_layers.h"
 #include "nn/sliding_blocks.h"
 #include "nn/transformer.h"
+#include "nn/transformer_encoder.h"
 #include "nn/upsample.h"
