@@ -121,6 +121,26 @@ Tensor empty_batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bia
   return relu || residual.defined() ? minidl::relu(out) : out;
 }
 
+// The arguments every batch-norm op takes, checked alike.
+void check_batch_norm_args(const char* op, const Tensor& x, const Tensor& residual, const Tensor& running_mean,
+                           const Tensor& running_var, const Tensor& weight, const Tensor& bias, double eps) {
+  check_defined(x, op, "input");
+  MINIDL_CHECK(x.dim() >= 2, op, "expected input with at least 2 dims [N, C, ...], got ", x.meta_str());
+  check_floating(op, x);
+  check_channel_vector(weight, "weight", x);
+  check_channel_vector(bias, "bias", x);
+  check_channel_vector(running_mean, "running_mean", x);
+  check_channel_vector(running_var, "running_var", x);
+  MINIDL_CHECK(running_mean.defined() == running_var.defined(), op,
+               "running_mean and running_var must both be given or both be undefined");
+  MINIDL_CHECK(eps >= 0, op, "eps must be non-negative, got ", eps);
+  if (!residual.defined()) return;
+  check_same_device(op, x, residual);
+  MINIDL_CHECK(residual.shape() == x.shape() && residual.dtype() == x.dtype(), op,
+               "the residual must have the input's shape and dtype (it is added to the normalized input), got input ",
+               x.meta_str(), " and residual ", residual.meta_str());
+}
+
 // relu(batch_norm(x) + residual) when residual is defined (batch_norm_add_relu), relu(batch_norm(x))
 // when relu, else batch_norm(x).
 Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x_arg, const Tensor& residual_arg,
@@ -128,23 +148,8 @@ Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x_arg, const Ten
                        const Tensor& bias_arg, bool training, double momentum, double eps) {
   amp::AutocastInputs in(kBatchNorm, {x_arg, weight_arg, bias_arg, residual_arg});
   const Tensor &x_in = in[0], &weight = in[1], &bias = in[2], &residual_in = in[3];
-  check_defined(x_in, op, "input");
-  MINIDL_CHECK(x_in.dim() >= 2, op, "expected input with at least 2 dims [N, C, ...], got ", x_in.meta_str());
-  check_floating(op, x_in);
-  check_channel_vector(weight, "weight", x_in);
-  check_channel_vector(bias, "bias", x_in);
-  check_channel_vector(running_mean, "running_mean", x_in);
-  check_channel_vector(running_var, "running_var", x_in);
-  MINIDL_CHECK(running_mean.defined() == running_var.defined(), op,
-               "running_mean and running_var must both be given or both be undefined");
-  MINIDL_CHECK(eps >= 0, op, "eps must be non-negative, got ", eps);
+  check_batch_norm_args(op, x_in, residual_in, running_mean, running_var, weight, bias, eps);
   const bool has_residual = residual_in.defined();
-  if (has_residual) {
-    check_same_device(op, x_in, residual_in);
-    MINIDL_CHECK(residual_in.shape() == x_in.shape() && residual_in.dtype() == x_in.dtype(), op,
-                 "the residual must have the input's shape and dtype (it is added to the normalized input), got input ",
-                 x_in.meta_str(), " and residual ", residual_in.meta_str());
-  }
   if (training && x_in.numel() == 0) return empty_batch_norm(x_in, weight, bias, residual_in, relu);
   const int64_t C = x_in.size(1);
   const int64_t M = C > 0 ? x_in.numel() / C : 0;
@@ -265,22 +270,8 @@ Tensor batch_norm_synced(const Tensor& x, const Tensor& running_mean, const Tens
                          const Tensor& bias, double momentum, double eps, const AllSum& all_sum, bool relu,
                          const Tensor& residual) {
   const char* op = "batch_norm_synced";
-  check_defined(x, op, "input");
-  MINIDL_CHECK(x.dim() >= 2, op, "expected input with at least 2 dims [N, C, ...], got ", x.meta_str());
-  check_floating(op, x);
-  check_channel_vector(weight, "weight", x);
-  check_channel_vector(bias, "bias", x);
-  check_channel_vector(running_mean, "running_mean", x);
-  check_channel_vector(running_var, "running_var", x);
-  MINIDL_CHECK(running_mean.defined() == running_var.defined(), op,
-               "running_mean and running_var must both be given or both be empty");
-  MINIDL_CHECK(eps >= 0, op, "eps must be non-negative, got ", eps);
+  check_batch_norm_args(op, x, residual, running_mean, running_var, weight, bias, eps);
   MINIDL_CHECK(all_sum != nullptr, op, "no all_sum function was given");
-  if (residual.defined()) {
-    check_same_device(op, x, residual);
-    MINIDL_CHECK(residual.shape() == x.shape() && residual.dtype() == x.dtype(), op, "residual must have the input's shape and dtype, got ",
-                 residual.meta_str(), " for input ", x.meta_str());
-  }
   amp::AutocastDisabled no_autocast;
   const DType compute = x.dtype() == DType::F64 ? DType::F64 : DType::F32;
   const int64_t C = x.size(1);

@@ -4,7 +4,7 @@
 # with respect to every input, and the modules' reprs.
 # Run with the benchmark baseline's torch: /usr/bin/python3 tests/torch_refs/cnn_extras.py > tests/cnn_extras_torch_values.h
 import torch, torch.nn.functional as F
-from sine_operands import cosine_weights, operand, print_header, print_map, vals
+from sine_operands import case_entries, print_header, print_map
 pos = lambda t: t.abs() + 0.1   # lp pooling of positive values (a negative window sum has no real root)
 
 def unpool2d(x, k, s, **kw):
@@ -38,14 +38,7 @@ cases = [
     ("max_unpool1d output_size", [(2, 3, 6)], lambda x: unpool1d(x[0], 2, 2, output_size=[7])),
 ]
 print_header("cnn_extras.py")
-entries = []
-for name, shapes, f in cases:
-    xs = [operand(k, s).requires_grad_() for k, s in enumerate(shapes)]
-    y = f(xs)
-    gs = torch.autograd.grad((y * cosine_weights(y.shape)).sum(), xs)
-    entries.append((f"{name}.value", vals(y)))
-    entries.append((f"{name}.shape", vals(torch.tensor(list(y.shape), dtype=torch.float64))))
-    entries += [(f"{name}.grad{k}", vals(g)) for k, g in enumerate(gs)]
+entries = case_entries(cases, with_shape=True)
 print_map("name.value, name.shape, name.gradK (of input K).", "torch_cnn_extras_values", "std::vector<double>", entries)
 modules = [("channel_shuffle", torch.nn.ChannelShuffle(3)), ("lrn", torch.nn.LocalResponseNorm(3)),
            ("lp_pool2d", torch.nn.LPPool2d(2, 3, stride=2)), ("lp_pool1d", torch.nn.LPPool1d(1.5, 2)),

@@ -5,7 +5,7 @@
 # weights) with respect to every input.
 # Run with the benchmark baseline's torch: /usr/bin/python3 tests/torch_refs/grid_sample.py > tests/grid_sample_torch_values.h
 import torch, torch.nn.functional as F
-from sine_operands import cosine_weights, operand, print_header, print_map, vals
+from sine_operands import case_entries, print_header, print_map
 
 def sample(mode, padding, align, scale):
     return lambda x: F.grid_sample(x[0], x[1] * scale, mode=mode, padding_mode=padding, align_corners=align)
@@ -24,12 +24,5 @@ cases = [
      lambda x: F.grid_sample(x[0], F.affine_grid(x[1] * 0.8, (2, 1, 4, 4), align_corners=False), align_corners=False)),
 ]
 print_header("grid_sample.py")
-entries = []
-for name, shapes, f in cases:
-    xs = [operand(k, s).requires_grad_() for k, s in enumerate(shapes)]
-    y = f(xs)
-    gs = torch.autograd.grad((y * cosine_weights(y.shape)).sum(), xs)
-    entries.append((f"{name}.value", vals(y)))
-    entries.append((f"{name}.shape", vals(torch.tensor(list(y.shape), dtype=torch.float64))))
-    entries += [(f"{name}.grad{k}", vals(g)) for k, g in enumerate(gs)]
+entries = case_entries(cases, with_shape=True)
 print_map("name.value, name.shape, name.gradK (of input K).", "torch_grid_sample_values", "std::vector<double>", entries)

@@ -2,8 +2,8 @@
 # bilinear, softmin and Softmax2d on the inputs of tests/sine_operands.h (f64), the gradients of
 # sum(y * cosine weights) with respect to every input, and the modules' reprs.
 # Run with the benchmark baseline's torch: /usr/bin/python3 tests/torch_refs/nn_extras.py > tests/nn_extras_torch_values.h
-import math, torch, torch.nn.functional as F
-from sine_operands import cosine_weights, operand, print_header, print_map, vals
+import torch, torch.nn.functional as F
+from sine_operands import case_entries, operand, print_header, print_map
 var = lambda k, s: operand(k, s).abs() + 0.05   # positive variances; operand 2 has entries near 0 for the clamp
 cases = [
     ("gaussian_nll_loss", [(4, 3), (4, 3), None], lambda x: F.gaussian_nll_loss(x[0], x[1], x[2].abs() + 0.05)),
@@ -15,13 +15,7 @@ cases = [
     ("softmax2d", [(2, 3, 2, 2)], lambda x: torch.nn.Softmax2d()(x[0])),
 ]
 print_header("nn_extras.py")
-entries = []
-for name, shapes, f in cases:
-    xs = [operand(k, s if s is not None else shapes[0]).requires_grad_() for k, s in enumerate(shapes)]
-    y = f(xs)
-    gs = torch.autograd.grad((y * cosine_weights(y.shape)).sum(), xs)
-    entries.append((f"{name}.value", vals(y)))
-    entries += [(f"{name}.grad{k}", vals(g)) for k, g in enumerate(gs)]
+entries = case_entries(cases)
 print_map("name.value, name.gradK (of input K).", "torch_nn_extras_values", "std::vector<double>", entries)
 modules = [("bilinear", torch.nn.Bilinear(3, 4, 5)), ("bilinear no bias", torch.nn.Bilinear(3, 4, 5, bias=False)),
            ("softmin", torch.nn.Softmin(dim=1)), ("softmax2d", torch.nn.Softmax2d()), ("gaussian", torch.nn.GaussianNLLLoss(full=True))]

@@ -35,3 +35,19 @@ def print_map(comment, function, value_type, entries):
     for key, literal in entries:
         print(f'    {{"{key}", {literal}}},')
     print(f"  }};\n  return {name};\n}}")
+
+
+def case_entries(cases, with_shape=False):
+    """(key, literal) entries for cases of (name, input shapes, f): name.value, name.shape (when
+    with_shape) and name.gradK, the gradient of sum(y * cosine_weights) with respect to input K =
+    operand K of its shape (a shape of None: the first input's)."""
+    entries = []
+    for name, shapes, f in cases:
+        xs = [operand(k, s if s is not None else shapes[0]).requires_grad_() for k, s in enumerate(shapes)]
+        y = f(xs)
+        gs = torch.autograd.grad((y * cosine_weights(y.shape)).sum(), xs)
+        entries.append((f"{name}.value", vals(y)))
+        if with_shape:
+            entries.append((f"{name}.shape", vals(torch.tensor(list(y.shape), dtype=torch.float64))))
+        entries += [(f"{name}.grad{k}", vals(g)) for k, g in enumerate(gs)]
+    return entries
