@@ -84,6 +84,23 @@ std::string PoissonNLLLoss::describe() const {
                         ", reduction=", reduction_name(reduction), ")");
 }
 
+Tensor TripletMarginWithDistanceLoss::forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative) {
+  auto scope = forward_scope();
+  return triplet_margin_with_distance_loss(anchor, positive, negative, distance_function, margin, swap, reduction);
+}
+std::string TripletMarginWithDistanceLoss::describe() const {
+  return detail::concat("TripletMarginWithDistanceLoss(margin=", margin, swap ? ", swap=True" : "", ", reduction=",
+                        reduction_name(reduction), ")");
+}
+
+Tensor MultiLabelMarginLoss::forward(const Tensor& input, const Tensor& target) {
+  auto scope = forward_scope();
+  return multilabel_margin_loss(input, target, reduction);
+}
+std::string MultiLabelMarginLoss::describe() const {
+  return detail::concat("MultiLabelMarginLoss(reduction=", reduction_name(reduction), ")");
+}
+
 Tensor TripletMarginLoss::forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative) {
   auto scope = forward_scope();
   return triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction);

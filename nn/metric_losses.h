@@ -140,6 +140,37 @@ class TripletMarginLoss : public Module {
   Reduction reduction;
 };
 
+// (anchor, positive, negative) -> loss with any distance (pairwise_distance when empty).
+class TripletMarginWithDistanceLoss : public Module {
+ public:
+  explicit TripletMarginWithDistanceLoss(DistanceFn distance_function = nullptr, double margin = 1.0, bool swap = false,
+                                         Reduction reduction = Reduction::Mean)
+      : distance_function(std::move(distance_function)), margin(margin), swap(swap), reduction(reduction) {}
+  Tensor forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative);
+  Tensor operator()(const Tensor& a, const Tensor& p, const Tensor& n) { return forward(a, p, n); }
+  std::string type_name() const override { return "TripletMarginWithDistanceLoss"; }
+  ModulePtr clone_structure() const override {
+    return std::make_shared<TripletMarginWithDistanceLoss>(distance_function, margin, swap, reduction);
+  }
+  std::string describe() const override;
+  DistanceFn distance_function;
+  double margin;
+  bool swap;
+  Reduction reduction;
+};
+
+// (input, target) -> loss; target i64 of input's shape, each row's classes up to its first -1.
+class MultiLabelMarginLoss : public Module {
+ public:
+  explicit MultiLabelMarginLoss(Reduction reduction = Reduction::Mean) : reduction(reduction) {}
+  Tensor forward(const Tensor& input, const Tensor& target);
+  Tensor operator()(const Tensor& input, const Tensor& target) { return forward(input, target); }
+  std::string type_name() const override { return "MultiLabelMarginLoss"; }
+  ModulePtr clone_structure() const override { return std::make_shared<MultiLabelMarginLoss>(reduction); }
+  std::string describe() const override;
+  Reduction reduction;
+};
+
 // (input, target, var) -> loss; var of input's shape, or with its last dim 1 or missing.
 class GaussianNLLLoss : public Module {
  public:

@@ -65,4 +65,15 @@ Tensor cdist(const Tensor& x1_arg, const Tensor& x2_arg, double p) {
   return norm(sub(x1.unsqueeze(-2), x2.unsqueeze(-3)), p, {-1});
 }
 
+// cdist's strict upper triangle, row by row. Its gradient reaches only those pairs, so equal rows
+// (a zero distance) get cdist's zero-distance gradient, 0, as PyTorch's pdist.
+Tensor pdist(const Tensor& x, double p) {
+  check_defined(x, "pdist", "input");
+  MINIDL_CHECK(x.dim() == 2, "pdist", "pdist only supports 2D tensors, got: ", x.dim(), "D");
+  MINIDL_CHECK(p >= 0, "pdist", "pdist only supports non-negative p values");
+  const int64_t n = x.size(0);
+  const Tensor upper = triu(ones({n, n}, TensorOptions(DType::Bool).device(x.device())), 1);
+  return masked_select(cdist(x, x, p), upper);
+}
+
 }  // namespace minidl

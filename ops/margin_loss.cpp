@@ -93,22 +93,42 @@ Tensor cosine_embedding_loss(const Tensor& x1_arg, const Tensor& x2_arg, const T
   return apply_reduction(loss, reduction);
 }
 
+namespace {
+// max(0, margin + d(a, p) - d(a, n)) reduced; swap takes min(d(a, n), d(p, n)). The triplet losses'
+// shared body, after their own checks.
+Tensor triplet_hinge(const char* op, const Tensor& a, const Tensor& pos, const Tensor& negative,
+                     const DistanceFn& distance, double margin, bool swap, Reduction reduction) {
+  MINIDL_CHECK(a.dim() == pos.dim() && a.dim() == negative.dim(), op,
+               "The anchor, positive, and negative tensors are expected to have the same number of dimensions, but got: anchor ",
+               a.dim(), "D, positive ", pos.dim(), "D, and negative ", negative.dim(), "D inputs");
+  const Tensor d_pos = distance(a, pos);
+  Tensor d_neg = distance(a, negative);
+  if (swap) d_neg = minimum(d_neg, distance(pos, negative));
+  const Tensor loss = clamp(sub(add(d_pos, margin), d_neg), 0.0, std::nullopt);
+  return apply_reduction(loss, reduction);
+}
+}  // namespace
+
 Tensor triplet_margin_loss(const Tensor& a_arg, const Tensor& p_arg, const Tensor& n_arg, double margin, double p, double eps,
                            bool swap, Reduction reduction) {
   check_defined(a_arg, "triplet_margin_loss", "anchor");
   check_defined(p_arg, "triplet_margin_loss", "positive");
   check_defined(n_arg, "triplet_margin_loss", "negative");
   amp::AutocastInputs in(kTripletMarginLoss, {a_arg, p_arg, n_arg});
-  const Tensor &a = in[0], &pos = in[1], &negative = in[2];
-  MINIDL_CHECK(a.dim() == pos.dim() && a.dim() == negative.dim(), "triplet_margin_loss",
-               "The anchor, positive, and negative tensors are expected to have the same number of dimensions, but got: anchor ",
-               a.dim(), "D, positive ", pos.dim(), "D, and negative ", negative.dim(), "D inputs");
-  // max(0, margin + d(a, p) - d(a, n)), d the pairwise distance; swap takes min(d(a, n), d(p, n)).
-  const Tensor d_pos = pairwise_distance(a, pos, p, eps);
-  Tensor d_neg = pairwise_distance(a, negative, p, eps);
-  if (swap) d_neg = minimum(d_neg, pairwise_distance(pos, negative, p, eps));
-  const Tensor loss = clamp(sub(add(d_pos, margin), d_neg), 0.0, std::nullopt);
-  return apply_reduction(loss, reduction);
+  const DistanceFn distance = [p, eps](const Tensor& x1, const Tensor& x2) { return pairwise_distance(x1, x2, p, eps); };
+  return triplet_hinge("triplet_margin_loss", in[0], in[1], in[2], distance, margin, swap, reduction);
+}
+
+Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                                         const DistanceFn& distance_function, double margin, bool swap, Reduction reduction) {
+  const char* op = "triplet_margin_with_distance_loss";
+  check_defined(anchor, op, "anchor");
+  check_defined(positive, op, "positive");
+  check_defined(negative, op, "negative");
+  MINIDL_CHECK(margin > 0, op, "expected margin to be greater than 0, got ", margin, " instead");
+  const DistanceFn distance =
+      distance_function ? distance_function : [](const Tensor& x1, const Tensor& x2) { return pairwise_distance(x1, x2); };
+  return triplet_hinge(op, anchor, positive, negative, distance, margin, swap, reduction);
 }
 
 Tensor multi_margin_loss(const Tensor& input_arg, const Tensor& target, int64_t p, double margin, const Tensor& weight_arg,
@@ -158,6 +178,40 @@ Tensor poisson_nll_loss(const Tensor& input_arg, const Tensor& target_arg, bool 
     const Tensor stirling = add(sub(mul(y, log(y)), y), mul(log(mul(y, 2 * std::numbers::pi)), 0.5));
     loss = add(loss, where(gt(y, 1.0), stirling, zeros_like(stirling)));
   }
+  return apply_reduction(loss, reduction);
+}
+
+// As compositions: valid[n, j] marks the target entries before the row's first -1; is_target[n, c]
+// whether class c is among them; the hinge max(0, 1 - (x[n, y[n, j]] - x[n, c])) over valid j and
+// non-target c, summed and divided by C. A class listed twice counts twice, as PyTorch's loop.
+Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  const char* op = "multilabel_margin_loss";
+  check_defined(input, op, "input");
+  check_defined(target, op, "target");
+  check_floating(op, input);
+  check_same_device(op, input, target);
+  MINIDL_CHECK((input.dim() == 1 && input.numel() > 0) || (input.dim() == 2 && input.size(1) > 0) || input.dim() == 0, op,
+               "Expected non-empty vector or matrix with optional 0-dim batch size, but got: ", shape_str(input.shape()));
+  MINIDL_CHECK(target.dtype() == DType::I64, op, "expected scalar type Long but found ", dtype_name(target.dtype()));
+  MINIDL_CHECK(target.shape() == input.shape(), op, "inconsistent size ", shape_str(target.shape()),
+               " for argument #2 'target' (input ", shape_str(input.shape()), ")");
+  const bool batched = input.dim() == 2;
+  const Tensor x = input.dim() == 2 ? input : input.reshape({1, input.numel()});
+  const Tensor y = target.reshape(x.shape());
+  const int64_t c = x.size(1);
+  if (y.numel() > 0) {
+    NoGradGuard no_grad;
+    MINIDL_CHECK(min(y).item() >= -1 && max(y).item() < static_cast<double>(c), op, "argument #2 'target' is out of range");
+  }
+  const Tensor valid = cast(cumprod(ne(y, -1.0), 1), x.dtype());                 // [N, J]
+  const Tensor classes = clamp(y, 0.0, static_cast<double>(c - 1));              // [N, J]
+  const Tensor listed = mul(cast(one_hot(classes, c), x.dtype()), valid.unsqueeze(2));  // [N, J, C]
+  const Tensor is_target = gt(sum(listed, {1}), 0.0);                            // [N, C]
+  const Tensor target_scores = gather(x, 1, classes);                            // [N, J]
+  const Tensor hinge = clamp(add(sub(x.unsqueeze(1), target_scores.unsqueeze(2)), 1.0), 0.0, std::nullopt);  // [N, J, C]
+  const Tensor counted = mul(mul(hinge, valid.unsqueeze(2)), cast(logical_not(is_target), x.dtype()).unsqueeze(1));
+  Tensor loss = div(sum(counted, {1, 2}), static_cast<double>(c));  // [N]
+  if (!batched) loss = loss.reshape({});
   return apply_reduction(loss, reduction);
 }
 

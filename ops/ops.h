@@ -3,6 +3,7 @@
 // ops/cuda. All ops follow PyTorch's broadcasting and type promotion and raise minidl::Error naming
 // the op on bad shapes, dtypes or devices.
 #pragma once
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -270,6 +271,19 @@ Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const T
                              Reduction reduction = Reduction::Mean);
 Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative, double margin = 1.0,
                            double p = 2.0, double eps = 1e-6, bool swap = false, Reduction reduction = Reduction::Mean);
+// torch.nn.functional.triplet_margin_with_distance_loss: the triplet hinge with any distance
+// (pairwise_distance when empty); margin > 0. A composite: no autocast row of its own.
+using DistanceFn = std::function<Tensor(const Tensor&, const Tensor&)>;
+Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                                         const DistanceFn& distance_function = nullptr, double margin = 1.0,
+                                         bool swap = false, Reduction reduction = Reduction::Mean);
+// torch.nn.functional.multilabel_margin_loss: input [N, C] (or [C]); target of the same shape, i64,
+// each row's class indices up to its first -1; per sample, the sum over its target classes j and
+// its other classes i of max(0, 1 - (x[j] - x[i])), divided by C.
+Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+// torch.nn.functional.pdist: x [N, M] -> the p-norm distances of rows i < j, [N (N - 1) / 2], in
+// row-major order (cdist's upper triangle).
+Tensor pdist(const Tensor& x, double p = 2.0);
 // input [N, C] (or [C]), integer target [N]; p 1 or 2; weight [C] optional.
 Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p = 1, double margin = 1.0,
                          const Tensor& weight = Tensor(), Reduction reduction = Reduction::Mean);
