@@ -26,25 +26,29 @@ RecurrentMode rnn_mode(const char* module, const std::string& nonlinearity) {
 // ---- sequences
 
 RecurrentBase::RecurrentBase(RecurrentMode mode, const char* name, int64_t in, int64_t hidden, int64_t layers, bool b,
-                             bool bf, double p, bool bidir, Generator* gen)
-    : input_size(in), hidden_size(hidden), num_layers(layers), bias(b), batch_first(bf), bidirectional(bidir),
-      dropout(p), mode_(mode), name_(name) {
+                             bool bf, double p, bool bidir, Generator* gen, int64_t proj)
+    : input_size(in), hidden_size(hidden), num_layers(layers), proj_size(proj), bias(b), batch_first(bf),
+      bidirectional(bidir), dropout(p), mode_(mode), name_(name) {
   MINIDL_CHECK(in >= 0 && hidden > 0, name, "hidden_size must be greater than 0 and input_size non-negative, got ",
                in, " and ", hidden);
   MINIDL_CHECK(layers > 0, name, "num_layers must be greater than 0, got ", layers);
   MINIDL_CHECK(p >= 0.0 && p <= 1.0, name, "dropout should be a number in range [0, 1] representing the probability "
                "of an element being zeroed, got ", p);
-  const int64_t G = recurrent_gate_count(mode), D = bidir ? 2 : 1;
+  MINIDL_CHECK(proj >= 0, name, "proj_size should be a positive integer or zero to disable projections, got ", proj);
+  MINIDL_CHECK(proj == 0 || mode == RecurrentMode::LSTM, name, "proj_size argument is only supported for LSTM, not RNN or GRU");
+  MINIDL_CHECK(proj < hidden, name, "proj_size has to be smaller than hidden_size, got ", proj, " and ", hidden);
+  const int64_t G = recurrent_gate_count(mode), D = bidir ? 2 : 1, out = proj > 0 ? proj : hidden;
   for (int64_t layer = 0; layer < layers; ++layer)
     for (int64_t d = 0; d < D; ++d) {
       const std::string suffix = "_l" + std::to_string(layer) + (d == 1 ? "_reverse" : "");
-      const int64_t layer_in = layer == 0 ? in : D * hidden;
+      const int64_t layer_in = layer == 0 ? in : D * out;
       register_parameter("weight_ih" + suffix, empty({G * hidden, layer_in}));
-      register_parameter("weight_hh" + suffix, empty({G * hidden, hidden}));
+      register_parameter("weight_hh" + suffix, empty({G * hidden, out}));
       if (b) {
         register_parameter("bias_ih" + suffix, empty({G * hidden}));
         register_parameter("bias_hh" + suffix, empty({G * hidden}));
       }
+      if (proj > 0) register_parameter("weight_hr" + suffix, empty({proj, hidden}));
     }
   reset_parameters(gen);
 }
@@ -52,12 +56,13 @@ RecurrentBase::RecurrentBase(RecurrentMode mode, const char* name, int64_t in, i
 void RecurrentBase::reset_parameters(Generator* gen) { uniform_by_hidden_size(parameters(), hidden_size, gen); }
 
 std::vector<RecurrentWeights> RecurrentBase::all_weights() const {
-  // parameters() lists them in registration order: w_ih, w_hh (, b_ih, b_hh) per layer and direction.
+  // parameters() lists them in registration order: w_ih, w_hh (, b_ih, b_hh) (, w_hr) per layer and direction.
   const std::vector<Tensor> p = parameters();
-  const size_t per = bias ? 4 : 2;
+  const size_t per = (bias ? 4 : 2) + (proj_size > 0 ? 1 : 0);
   std::vector<RecurrentWeights> weights;
   for (size_t i = 0; i + per <= p.size(); i += per)
-    weights.push_back({p[i], p[i + 1], bias ? p[i + 2] : Tensor(), bias ? p[i + 3] : Tensor()});
+    weights.push_back({p[i], p[i + 1], bias ? p[i + 2] : Tensor(), bias ? p[i + 3] : Tensor(),
+                       proj_size > 0 ? p[i + per - 1] : Tensor()});
   return weights;
 }
 
@@ -79,6 +84,7 @@ RecurrentResult RecurrentBase::run(const Tensor& input, const Tensor& h0, const 
 
 std::string RecurrentBase::describe() const {
   std::string s = detail::concat(name_, "(", input_size, ", ", hidden_size);
+  if (proj_size != 0) s += detail::concat(", proj_size=", proj_size);
   if (num_layers != 1) s += detail::concat(", num_layers=", num_layers);
   if (!bias) s += ", bias=False";
   if (batch_first) s += ", batch_first=True";
@@ -95,7 +101,7 @@ RecurrentResult RNN::forward(const Tensor& input, const Tensor& h0) { return run
 
 LSTM::LSTM(const LSTMOptions& o, Generator* gen)
     : RecurrentBase(RecurrentMode::LSTM, "LSTM", o.input_size_, o.hidden_size_, o.num_layers_, o.bias_, o.batch_first_,
-                    o.dropout_, o.bidirectional_, gen),
+                    o.dropout_, o.bidirectional_, gen, o.proj_size_),
       options(o) {}
 RecurrentResult LSTM::forward(const Tensor& input, const Tensor& h0, const Tensor& c0) {
   MINIDL_CHECK(h0.defined() == c0.defined(), "LSTM", "give both h0 and c0 or neither");

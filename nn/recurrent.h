@@ -3,7 +3,8 @@
 // names (weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0, ..._reverse; the cells' weight_ih,
 // weight_hh, bias_ih, bias_hh), shapes, gate order and initialisation (every parameter
 // U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))), so state dicts move between the two. The
-// computation is ops/recurrent.h's. Not here: LSTM's proj_size and packed (variable length)
+// computation is ops/recurrent.h's. LSTM's proj_size adds weight_hr_l0 [proj_size, hidden_size]
+// per layer and direction, after its biases, as PyTorch's. Not here: packed (variable length)
 // sequences.
 #pragma once
 #include <cstdint>
@@ -43,7 +44,9 @@ struct RNNOptions : RecurrentOptionsBase<RNNOptions> {
   RNNOptions& nonlinearity(std::string n) { nonlinearity_ = std::move(n); return *this; }
 };
 struct LSTMOptions : RecurrentOptionsBase<LSTMOptions> {
+  int64_t proj_size_ = 0;  // 0: none; else h_t is projected to proj_size (< hidden_size) features
   using RecurrentOptionsBase::RecurrentOptionsBase;
+  LSTMOptions& proj_size(int64_t p) { proj_size_ = p; return *this; }
 };
 struct GRUOptions : RecurrentOptionsBase<GRUOptions> {
   using RecurrentOptionsBase::RecurrentOptionsBase;
@@ -60,13 +63,13 @@ class RecurrentBase : public Module {
   std::string describe() const override;
   std::string type_name() const override { return name_; }
 
-  const int64_t input_size, hidden_size, num_layers;
+  const int64_t input_size, hidden_size, num_layers, proj_size;
   const bool bias, batch_first, bidirectional;
   const double dropout;
 
  protected:
   RecurrentBase(RecurrentMode mode, const char* name, int64_t input_size, int64_t hidden_size, int64_t num_layers,
-                bool bias, bool batch_first, double dropout, bool bidirectional, Generator* gen);
+                bool bias, bool batch_first, double dropout, bool bidirectional, Generator* gen, int64_t proj_size = 0);
   RecurrentResult run(const Tensor& input, const Tensor& h0, const Tensor& c0);
 
  private:

@@ -57,15 +57,25 @@ void check_weights(const char* op, RecurrentMode mode, const Tensor& ref, int64_
   const int64_t G = recurrent_gate_count(mode);
   check_defined(w.w_ih, op, "w_ih");
   check_defined(w.w_hh, op, "w_hh");
-  MINIDL_CHECK(w.w_hh.dim() == 2 && w.w_hh.size(1) * G == w.w_hh.size(0), op, where, "w_hh must be [", G,
-               " * hidden_size, hidden_size], got ", w.w_hh.meta_str());
-  const int64_t H = w.w_hh.size(1);
+  const bool projected = w.w_hr.defined();
+  MINIDL_CHECK(!projected || mode == RecurrentMode::LSTM, op, where, "a projection (w_hr) is only supported for LSTM");
+  if (projected) {
+    MINIDL_CHECK(w.w_hr.dim() == 2 && w.w_ih.dim() == 2 && w.w_hr.size(1) * G == w.w_ih.size(0), op, where,
+                 "w_hr must be [proj_size, hidden_size] with w_ih [", G, " * hidden_size, input_size], got ",
+                 w.w_hr.meta_str(), " and ", w.w_ih.meta_str());
+    MINIDL_CHECK(w.w_hh.dim() == 2 && w.w_hh.size(0) == w.w_ih.size(0) && w.w_hh.size(1) == w.w_hr.size(0), op, where,
+                 "w_hh must be [", G, " * hidden_size, proj_size], got ", w.w_hh.meta_str());
+  } else {
+    MINIDL_CHECK(w.w_hh.dim() == 2 && w.w_hh.size(1) * G == w.w_hh.size(0), op, where, "w_hh must be [", G,
+                 " * hidden_size, hidden_size], got ", w.w_hh.meta_str());
+  }
+  const int64_t H = w.w_hh.size(0) / G;
   MINIDL_CHECK(w.w_ih.dim() == 2 && w.w_ih.size(0) == G * H, op, where, "w_ih must be [", G * H, ", input_size], got ",
                w.w_ih.meta_str());
   MINIDL_CHECK(w.w_ih.size(1) == input_size, op, where, "input has inconsistent input_size: got ", input_size,
                ", expected ", w.w_ih.size(1));
   MINIDL_CHECK(w.b_ih.defined() == w.b_hh.defined(), op, where, "b_ih and b_hh must both be given or both be undefined");
-  for (const Tensor* t : {&w.w_ih, &w.w_hh, &w.b_ih, &w.b_hh}) {
+  for (const Tensor* t : {&w.w_ih, &w.w_hh, &w.b_ih, &w.b_hh, &w.w_hr}) {
     if (!t->defined()) continue;
     check_same_device(op, ref, *t);
     MINIDL_CHECK(t->dtype() == ref.dtype(), op, where, "expected the weights in the input's dtype ", dtype_name(ref.dtype()),
@@ -157,7 +167,7 @@ RecurrentResult recurrent(RecurrentMode mode, const Tensor& input_arg, const Ten
   const bool lstm = mode == RecurrentMode::LSTM;
   autograd::TensorList args{input_arg, h0_arg, lstm ? c0_arg : Tensor()};
   for (const RecurrentWeights& w : weights_arg)
-    for (const Tensor& t : {w.w_ih, w.w_hh, w.b_ih, w.b_hh}) args.push_back(t);
+    for (const Tensor& t : {w.w_ih, w.w_hh, w.b_ih, w.b_hh, w.w_hr}) args.push_back(t);
   amp::AutocastInputs in(sequence_policy(mode), std::move(args));
   const Tensor &input = in[0], &h0_in = in[1], &c0_in = in[2];
 
@@ -176,22 +186,26 @@ RecurrentResult recurrent(RecurrentMode mode, const Tensor& input_arg, const Ten
   const int64_t L = x.size(0), N = x.size(1);
   std::vector<RecurrentWeights> weights;
   for (size_t i = 0; i < weights_arg.size(); ++i) {
-    const size_t at = 3 + 4 * i;
-    weights.push_back({in[at], in[at + 1], in[at + 2], in[at + 3]});
+    const size_t at = 3 + 5 * i;
+    weights.push_back({in[at], in[at + 1], in[at + 2], in[at + 3], in[at + 4]});
     const int64_t layer = static_cast<int64_t>(i) / D;
     const int64_t layer_input = layer == 0 ? x.size(2) : D * weights[0].w_hh.size(1);
     check_weights(op, mode, input, layer_input, weights.back(),
                   "layer " + std::to_string(layer) + (i % D ? " (reverse)" : "") + ": ");
-    MINIDL_CHECK(weights.back().w_hh.size(1) == weights[0].w_hh.size(1), op, "every layer must have the hidden size ",
-                 weights[0].w_hh.size(1), ", got ", weights.back().w_hh.meta_str());
+    MINIDL_CHECK(weights.back().w_hh.size(1) == weights[0].w_hh.size(1) &&
+                     weights.back().w_hh.size(0) == weights[0].w_hh.size(0) &&
+                     weights.back().w_hr.defined() == weights[0].w_hr.defined(),
+                 op, "every layer must have the hidden size and projection of the first, got ",
+                 weights.back().w_hh.meta_str(), " after ", weights[0].w_hh.meta_str());
   }
-  const int64_t H = weights[0].w_hh.size(1);
+  // H: the cell's width; R: what each step outputs (the projection's width, or H).
+  const int64_t H = weights[0].w_hh.size(0) / recurrent_gate_count(mode), R = weights[0].w_hh.size(1);
   MINIDL_CHECK(L > 0, op, "expected a sequence of at least one step, got ", input.meta_str());
 
   // h0/c0: [D*num_layers, N, H] (unbatched [D*num_layers, H]), zeros when not given.
-  auto initial = [&](const Tensor& s, const char* name) {
-    const Shape want = unbatched ? Shape{D * o.num_layers, H} : Shape{D * o.num_layers, N, H};
-    if (!s.defined()) return zeros({D * o.num_layers, N, H}, TensorOptions(input.dtype()).device(input.device()));
+  auto initial = [&](const Tensor& s, const char* name, int64_t width) {
+    const Shape want = unbatched ? Shape{D * o.num_layers, width} : Shape{D * o.num_layers, N, width};
+    if (!s.defined()) return zeros({D * o.num_layers, N, width}, TensorOptions(input.dtype()).device(input.device()));
     check_same_device(op, input, s);
     MINIDL_CHECK(s.dim() == input.dim(), op, unbatched ? "For unbatched 2-D input, " : "For batched 3-D input, ", name,
                  " should also be ", input.dim(), "-D but got ", s.dim(), "-D tensor");
@@ -200,8 +214,8 @@ RecurrentResult recurrent(RecurrentMode mode, const Tensor& input_arg, const Ten
                  ", got ", s.meta_str());
     return unbatched ? s.unsqueeze(1) : s;
   };
-  const Tensor h0 = initial(h0_in, lstm ? "hidden[0]" : "hidden");
-  const Tensor c0 = lstm ? initial(c0_in, "hidden[1]") : Tensor();
+  const Tensor h0 = initial(h0_in, lstm ? "hidden[0]" : "hidden", R);
+  const Tensor c0 = lstm ? initial(c0_in, "hidden[1]", H) : Tensor();
 
   std::vector<Tensor> h_n, c_n;
   Tensor layer_input = x;
@@ -217,6 +231,7 @@ RecurrentResult recurrent(RecurrentMode mode, const Tensor& input_arg, const Ten
       for (int64_t s = 0; s < L; ++s) {
         const int64_t t = d == 0 ? s : L - 1 - s;
         h = step(mode, xg.select(0, t), linear(h, w.w_hh, w.b_hh), h, c);
+        if (w.w_hr.defined()) h = linear(h, w.w_hr);
         hs[static_cast<size_t>(t)] = h;
       }
       directions.push_back(stack(hs, 0));

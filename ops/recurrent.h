@@ -40,9 +40,11 @@ enum class RecurrentMode { RNNTanh, RNNReLU, LSTM, GRU };
 const char* recurrent_mode_name(RecurrentMode mode);  // "RNN_TANH", "RNN_RELU", "LSTM", "GRU"
 int64_t recurrent_gate_count(RecurrentMode mode);     // G: 1, 1, 4, 3
 
-// One layer and direction's weights (biases undefined for bias=False).
+// One layer and direction's weights (biases undefined for bias=False). w_hr [P, H], LSTM only:
+// PyTorch's proj_size: h_t = (o * tanh(c_t)) W_hr^T has P < H features, w_hh is [4H, P] and the
+// next layer's input D*P; undefined without projection.
 struct RecurrentWeights {
-  Tensor w_ih, w_hh, b_ih, b_hh;
+  Tensor w_ih, w_hh, b_ih, b_hh, w_hr = {};
 };
 
 struct RecurrentOptions {
@@ -55,9 +57,9 @@ struct RecurrentOptions {
 };
 
 struct RecurrentResult {
-  Tensor output;  // [L, N, D*H] ([N, L, D*H] batch first; [L, D*H] unbatched)
-  Tensor h_n;     // [D*num_layers, N, H] ([D*num_layers, H] unbatched)
-  Tensor c_n;     // LSTM only, as h_n
+  Tensor output;  // [L, N, D*H] ([N, L, D*H] batch first; [L, D*H] unbatched); D*P with a projection
+  Tensor h_n;     // [D*num_layers, N, H] ([D*num_layers, H] unbatched); P features with a projection
+  Tensor c_n;     // LSTM only, as h_n with H features
 };
 
 // input [L, N, I] ([N, L, I] batch first, or unbatched [L, I]); h0 (and c0 for LSTM) of h_n's shape,

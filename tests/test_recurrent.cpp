@@ -67,6 +67,20 @@ TEST_CASE("LSTM, GRU and RNN match torch.nn's values and gradients", "[recurrent
                         {x, h0, c0, param(lstm, "weight_hh_l1_reverse"), param(lstm, "bias_ih_l0")});
   }
   {
+    // proj_size: cells of 4, outputs and h projected to 2.
+    nn::LSTM lstm(nn::LSTMOptions(I, 4).num_layers(2).bidirectional(true).batch_first(true).proj_size(2));
+    lstm.to(DType::F64);
+    set_params(lstm);
+    Tensor x = leaf(9, {N, L, I}), h0 = leaf(11, {4, N, 2}), c0 = leaf(12, {4, N, 4});
+    RecurrentResult r = lstm.forward(x, h0, c0);
+    CHECK(r.output.shape() == Shape{N, L, 4});
+    CHECK(r.h_n.shape() == Shape{4, N, 2});
+    CHECK(r.c_n.shape() == Shape{4, N, 4});
+    CHECK(param(lstm, "weight_hr_l1_reverse").shape() == Shape{2, 4});
+    check_against_torch("lstm proj", {r.output, r.h_n, r.c_n},
+                        {x, h0, c0, param(lstm, "weight_hr_l1_reverse"), param(lstm, "weight_hh_l0")});
+  }
+  {
     nn::GRU gru(nn::GRUOptions(I, H).batch_first(true).bidirectional(true));
     gru.to(DType::F64);
     set_params(gru);
@@ -235,6 +249,9 @@ TEST_CASE("recurrent layers carry torch.nn's parameter names, shapes, initial ra
   const auto& repr = torch_recurrent_reprs();
   CHECK(nn::LSTM(nn::LSTMOptions(3, 3).num_layers(2).bidirectional(true)).describe() == repr.at("lstm"));
   CHECK(nn::GRU(nn::GRUOptions(3, 3).batch_first(true).bidirectional(true)).describe() == repr.at("gru"));
+  CHECK(nn::LSTM(nn::LSTMOptions(3, 4).proj_size(2).num_layers(2)).describe() == repr.at("lstm_proj_options"));
+  CHECK_THROWS_WITH(nn::LSTM(nn::LSTMOptions(3, 4).proj_size(4)), Catch::Contains("proj_size has to be smaller than hidden_size"));
+  CHECK_THROWS_WITH(nn::LSTM(nn::LSTMOptions(3, 4).proj_size(-1)), Catch::Contains("proj_size should be a positive integer or zero"));
   CHECK(nn::RNN(nn::RNNOptions(3, 4).nonlinearity("relu").bias(false).batch_first(true).dropout(0.5).num_layers(2))
             .describe() == repr.at("rnn_options"));
   CHECK(nn::RNNCell(nn::RNNCellOptions(3, 4).nonlinearity("relu").bias(false)).describe() == repr.at("rnn_cell_options"));

@@ -29,6 +29,10 @@ L, N, I, H = 4, 2, 3, 3
 lstm = set_params(torch.nn.LSTM(I, H, num_layers=2, bidirectional=True))
 h0, c0 = operand(1, (4, N, H)).requires_grad_(), operand(2, (4, N, H)).requires_grad_()
 run("lstm", lstm, operand(0, (L, N, I)), (h0, c0), ["weight_hh_l1_reverse", "bias_ih_l0"])
+# proj_size: hidden 4, projected to 2; h0 [4, N, 2], c0 [4, N, 4].
+lstm_proj = set_params(torch.nn.LSTM(I, 4, num_layers=2, bidirectional=True, batch_first=True, proj_size=2))
+hp, cp = operand(11, (4, N, 2)).requires_grad_(), operand(12, (4, N, 4)).requires_grad_()
+run("lstm proj", lstm_proj, operand(9, (N, L, I)), (hp, cp), ["weight_hr_l1_reverse", "weight_hh_l0"])
 gru = set_params(torch.nn.GRU(I, H, batch_first=True, bidirectional=True))
 run("gru", gru, operand(3, (N, L, I)), None, ["weight_ih_l0_reverse", "bias_hh_l0"])
 rnn = set_params(torch.nn.RNN(I, H, num_layers=2, nonlinearity="relu", bias=False))
@@ -43,5 +47,6 @@ print_map("name.outK: the module's K-th output; name.gradK: the gradient of the 
           "parameters.", "torch_recurrent_values", "std::vector<double>", entries)
 reprs += [("rnn_options", str(torch.nn.RNN(3, 4, nonlinearity="relu", bias=False, batch_first=True, dropout=0.5, num_layers=2))),
           ("rnn_cell_options", str(torch.nn.RNNCell(3, 4, nonlinearity="relu", bias=False))),
-          ("gru_bidirectional", str(torch.nn.GRU(3, 4, bidirectional=True)))]
+          ("gru_bidirectional", str(torch.nn.GRU(3, 4, bidirectional=True))),
+          ("lstm_proj_options", str(torch.nn.LSTM(3, 4, proj_size=2, num_layers=2)))]
 print_map("Each module's repr.", "torch_recurrent_reprs", "std::string", [(k, f'"{v}"') for k, v in reprs])
