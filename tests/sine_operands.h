@@ -25,6 +25,14 @@ inline Tensor cosine_weights(const Shape& shape) {
   return from_vector(v, shape);
 }
 
+// Leaves that require grad, input k = sine_operand(first + k, shapes[k]): a case's inputs as the
+// scripts' case_entries makes them (first 0), or other operands for a gradient check.
+inline std::vector<Tensor> sine_leaves(const std::vector<Shape>& shapes, int first = 0) {
+  std::vector<Tensor> xs;
+  for (size_t k = 0; k < shapes.size(); ++k) xs.push_back(sine_operand(first + static_cast<int>(k), shapes[k]).requires_grad_());
+  return xs;
+}
+
 // got against torch's printed f64 values: 1e-12 relative (different summation orders), 1e-14 absolute.
 inline void check_printed_values(const Tensor& got, const std::vector<double>& want) {
   const std::vector<double> g = got.to_vector<double>();

@@ -46,17 +46,12 @@ const std::map<std::string, Case>& cases() {
   };
   return c;
 }
-std::vector<Tensor> inputs(const Case& c, int first = 0) {
-  std::vector<Tensor> xs;
-  for (size_t k = 0; k < c.shapes.size(); ++k) xs.push_back(sine_operand(first + static_cast<int>(k), c.shapes[k]).requires_grad_());
-  return xs;
-}
 }  // namespace
 
 TEST_CASE("affine_grid and grid_sample match torch: values and gradients", "[nn][grid_sample]") {
   const auto& want = torch_grid_sample_values();
   for (const auto& [name, c] : cases()) {
-    const std::vector<Tensor> xs = inputs(c);
+    const std::vector<Tensor> xs = testing::sine_leaves(c.shapes);
     testing::check_printed_case(want, name, c.fn(xs), xs);
   }
 }
@@ -65,7 +60,7 @@ TEST_CASE("affine_grid and grid_sample: f64 gradient checks, first and second or
   for (const auto& [name, c] : cases()) {
     INFO(name);
     // Other operands than the printed case's, clear of the pixel boundaries where the weights kink.
-    const std::vector<Tensor> xs = inputs(c, 5);
+    const std::vector<Tensor> xs = testing::sine_leaves(c.shapes, 5);
     CHECK(testing::check_gradients(c.fn, xs, 1e-6, 1e-6) == "");
     CHECK(testing::check_second_order(c.fn, xs, 1e-6, 1e-5) == "");
   }

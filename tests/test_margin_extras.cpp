@@ -41,16 +41,11 @@ const std::map<std::string, Case>& cases() {
   };
   return c;
 }
-std::vector<Tensor> inputs(const Case& c, int first = 0) {
-  std::vector<Tensor> xs;
-  for (size_t k = 0; k < c.shapes.size(); ++k) xs.push_back(sine_operand(first + static_cast<int>(k), c.shapes[k]).requires_grad_());
-  return xs;
-}
 }  // namespace
 
 TEST_CASE("multilabel_margin_loss, triplet_margin_with_distance_loss and pdist match torch", "[loss][distance]") {
   for (const auto& [name, c] : cases()) {
-    const std::vector<Tensor> xs = inputs(c);
+    const std::vector<Tensor> xs = testing::sine_leaves(c.shapes);
     testing::check_printed_case(torch_margin_extras_values(), name, c.fn(xs), xs);
   }
 }
@@ -58,7 +53,7 @@ TEST_CASE("multilabel_margin_loss, triplet_margin_with_distance_loss and pdist m
 TEST_CASE("multilabel_margin_loss, triplet_margin_with_distance_loss and pdist: f64 gradient checks", "[loss][distance][gradcheck]") {
   for (const auto& [name, c] : cases()) {
     INFO(name);
-    const std::vector<Tensor> xs = inputs(c, 7);
+    const std::vector<Tensor> xs = testing::sine_leaves(c.shapes, 7);
     CHECK(testing::check_gradients(c.fn, xs, 1e-6, 1e-6) == "");
   }
 }

@@ -42,18 +42,13 @@ const std::map<std::string, Case>& cases() {
   };
   return c;
 }
-std::vector<Tensor> inputs(const Case& c) {
-  std::vector<Tensor> xs;
-  for (size_t k = 0; k < c.shapes.size(); ++k) xs.push_back(sine_operand(static_cast<int>(k), c.shapes[k]).requires_grad_());
-  return xs;
-}
 }  // namespace
 
 TEST_CASE("gaussian_nll_loss, bilinear, softmin and Softmax2d match torch: values and gradients", "[nn][loss]") {
   const auto& want = torch_nn_extras_values();
   for (const auto& [name, c] : cases()) {
     INFO(name);
-    const std::vector<Tensor> xs = inputs(c);
+    const std::vector<Tensor> xs = testing::sine_leaves(c.shapes);
     testing::check_printed_case(want, name, c.fn(xs), xs);
   }
 }
@@ -62,8 +57,8 @@ TEST_CASE("gaussian_nll_loss, bilinear, softmin and Softmax2d: f64 gradient chec
   for (const auto& [name, c] : cases()) {
     INFO(name);
     // Away from the clamp's edge (no variance within 1e-6 of eps), where the loss is smooth.
-    CHECK(testing::check_gradients(c.fn, inputs(c), 1e-6, 1e-6) == "");
-    CHECK(testing::check_second_order(c.fn, inputs(c), 1e-6, 1e-5) == "");
+    CHECK(testing::check_gradients(c.fn, testing::sine_leaves(c.shapes), 1e-6, 1e-6) == "");
+    CHECK(testing::check_second_order(c.fn, testing::sine_leaves(c.shapes), 1e-6, 1e-5) == "");
   }
 }
 
