@@ -65,6 +65,16 @@ void MultiheadAttention::reset_parameters(Generator* gen) {
 }
 
 Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value, const AttentionMasks& m) {
+  return attend(query, key, value, m, false, false).output;
+}
+
+AttentionWithWeights MultiheadAttention::forward_with_weights(const Tensor& query, const Tensor& key, const Tensor& value,
+                                                              const AttentionMasks& masks, bool average_attn_weights) {
+  return attend(query, key, value, masks, true, average_attn_weights);
+}
+
+AttentionWithWeights MultiheadAttention::attend(const Tensor& query, const Tensor& key, const Tensor& value,
+                                                const AttentionMasks& m, bool need_weights, bool average_weights) {
   auto scope = forward_scope();
   const char* op = "MultiheadAttention";
   const int64_t E = options.embed_dim, H = options.num_heads, hd = E / H;
@@ -125,10 +135,17 @@ Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const
       ao.is_causal = true;
   }
   ao.attn_mask = mask;
-  Tensor y = scaled_dot_product_attention(heads(q, L), heads(k, S), heads(v, S), ao);
-  y = out_proj->forward(y.permute({0, 2, 1, 3}).reshape({N, L, E}));
-  if (unbatched) return y.squeeze(0);
-  return options.batch_first_ ? y : y.transpose(0, 1);
+  AttentionWithWeights r;
+  if (need_weights) {
+    r = scaled_dot_product_attention_with_weights(heads(q, L), heads(k, S), heads(v, S), ao);
+    if (average_weights) r.weights = mean(r.weights, {1});  // [N, L, S], as PyTorch's average over heads
+    if (unbatched) r.weights = r.weights.squeeze(0);
+  } else {
+    r.output = scaled_dot_product_attention(heads(q, L), heads(k, S), heads(v, S), ao);
+  }
+  Tensor y = out_proj->forward(r.output.permute({0, 2, 1, 3}).reshape({N, L, E}));
+  r.output = unbatched ? y.squeeze(0) : options.batch_first_ ? y : y.transpose(0, 1);
+  return r;
 }
 
 std::string MultiheadAttention::describe() const {
@@ -153,10 +170,15 @@ Tensor TransformerEncoderLayer::self_attention_block(const Tensor& x, const Atte
   return dropout1->forward(self_attn->forward(x, x, x, masks));
 }
 
+Tensor transformer_feed_forward(Linear& linear1, Dropout& inner_dropout, Linear& linear2, Dropout& outer_dropout,
+                                Activation activation, const Tensor& x) {
+  Tensor h = linear1.forward(x);
+  h = activation == Activation::GELU ? gelu(h) : relu(h);
+  return outer_dropout.forward(linear2.forward(inner_dropout.forward(h)));
+}
+
 Tensor TransformerEncoderLayer::feed_forward_block(const Tensor& x) {
-  Tensor h = linear1->forward(x);
-  h = options.activation_ == Activation::GELU ? gelu(h) : relu(h);
-  return dropout2->forward(linear2->forward(dropout->forward(h)));
+  return transformer_feed_forward(*linear1, *dropout, *linear2, *dropout2, options.activation_, x);
 }
 
 Tensor TransformerEncoderLayer::forward(const Tensor& src, const AttentionMasks& masks) {

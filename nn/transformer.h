@@ -38,9 +38,13 @@ class MultiheadAttention : public Module {
   // PyTorch's: xavier_uniform_ in_proj_weight, zero biases, out_proj.weight as Linear's default.
   void reset_parameters(Generator* gen = nullptr);
   // query [L, N, E], key and value [S, N, E] ([N, L, E] with batch_first; unbatched [L, E] too)
-  // -> the attention output of query's shape. The averaged attention weights of PyTorch's
-  // need_weights=True are not returned (need_weights=False).
+  // -> the attention output of query's shape: PyTorch's forward with need_weights=False.
   Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value, const AttentionMasks& masks = {});
+  // need_weights=True: also the attention weights (after the dropout, as PyTorch 1.13's), averaged
+  // over the heads [N, L, S] or per head [N, num_heads, L, S] (unbatched: without N), whatever
+  // batch_first says.
+  AttentionWithWeights forward_with_weights(const Tensor& query, const Tensor& key, const Tensor& value,
+                                            const AttentionMasks& masks = {}, bool average_attn_weights = true);
   std::string describe() const override;
   std::string type_name() const override { return "MultiheadAttention"; }
   ModulePtr clone_structure() const override { return std::make_shared<MultiheadAttention>(options); }
@@ -49,11 +53,16 @@ class MultiheadAttention : public Module {
   Tensor in_proj_weight;  // [3E, E]: the query, key and value projections stacked
   Tensor in_proj_bias;    // [3E]
   std::shared_ptr<Linear> out_proj;
+
+ private:
+  AttentionWithWeights attend(const Tensor& query, const Tensor& key, const Tensor& value, const AttentionMasks& masks,
+                              bool need_weights, bool average_weights);
 };
 
 enum class Activation { ReLU, GELU };
 
-struct TransformerEncoderLayerOptions {
+// The options of torch.nn.TransformerEncoderLayer and TransformerDecoderLayer (the same in both).
+struct TransformerLayerOptions {
   int64_t d_model, nhead;
   int64_t dim_feedforward_ = 2048;
   double dropout_ = 0.1;
@@ -63,15 +72,22 @@ struct TransformerEncoderLayerOptions {
   bool norm_first_ = false;  // pre-norm (x + f(norm(x))) instead of post-norm (norm(x + f(x)))
   bool bias_ = true;
 
-  TransformerEncoderLayerOptions(int64_t d, int64_t heads) : d_model(d), nhead(heads) {}
-  TransformerEncoderLayerOptions& dim_feedforward(int64_t v) { dim_feedforward_ = v; return *this; }
-  TransformerEncoderLayerOptions& dropout(double p) { dropout_ = p; return *this; }
-  TransformerEncoderLayerOptions& activation(Activation a) { activation_ = a; return *this; }
-  TransformerEncoderLayerOptions& layer_norm_eps(double e) { layer_norm_eps_ = e; return *this; }
-  TransformerEncoderLayerOptions& batch_first(bool b) { batch_first_ = b; return *this; }
-  TransformerEncoderLayerOptions& norm_first(bool b) { norm_first_ = b; return *this; }
-  TransformerEncoderLayerOptions& bias(bool b) { bias_ = b; return *this; }
+  TransformerLayerOptions(int64_t d, int64_t heads) : d_model(d), nhead(heads) {}
+  TransformerLayerOptions& dim_feedforward(int64_t v) { dim_feedforward_ = v; return *this; }
+  TransformerLayerOptions& dropout(double p) { dropout_ = p; return *this; }
+  TransformerLayerOptions& activation(Activation a) { activation_ = a; return *this; }
+  TransformerLayerOptions& layer_norm_eps(double e) { layer_norm_eps_ = e; return *this; }
+  TransformerLayerOptions& batch_first(bool b) { batch_first_ = b; return *this; }
+  TransformerLayerOptions& norm_first(bool b) { norm_first_ = b; return *this; }
+  TransformerLayerOptions& bias(bool b) { bias_ = b; return *this; }
 };
+using TransformerEncoderLayerOptions = TransformerLayerOptions;
+using TransformerDecoderLayerOptions = TransformerLayerOptions;
+
+// The feed-forward block both transformer layers share: dropout(linear2(dropout(activation(linear1(x))))).
+// The outer dropout is the layer's own (dropout2 of the encoder layer, dropout3 of the decoder's).
+Tensor transformer_feed_forward(Linear& linear1, Dropout& inner_dropout, Linear& linear2, Dropout& outer_dropout,
+                                Activation activation, const Tensor& x);
 
 class TransformerEncoderLayer : public Layer {
  public:

@@ -61,8 +61,8 @@ Tensor apply_mask(const char* op, const Tensor& scores, const Tensor& mask) {
 
 std::vector<const amp::OpPolicy*> ops_detail::attention_policies() { return {&kScaledDotProductAttention}; }
 
-Tensor scaled_dot_product_attention(const Tensor& q_arg, const Tensor& k_arg, const Tensor& v_arg,
-                                    const AttentionOptions& o) {
+namespace {
+AttentionWithWeights attention_impl(const Tensor& q_arg, const Tensor& k_arg, const Tensor& v_arg, const AttentionOptions& o) {
   amp::AutocastInputs in(kScaledDotProductAttention, {q_arg, k_arg, v_arg, o.attn_mask});
   const Tensor &q = in[0], &k = in[1], &v = in[2], &mask = in[3];
   const char* op = "scaled_dot_product_attention";
@@ -75,7 +75,17 @@ Tensor scaled_dot_product_attention(const Tensor& q_arg, const Tensor& k_arg, co
   if (mask.defined()) scores = apply_mask(op, scores, mask);
   Tensor weights = softmax(scores, -1);
   if (o.dropout_p > 0.0) weights = dropout(weights, o.dropout_p, true, o.generator);
-  return matmul(weights, v);
+  return {matmul(weights, v), weights};
+}
+}  // namespace
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o) {
+  return attention_impl(q, k, v, o).output;
+}
+
+AttentionWithWeights scaled_dot_product_attention_with_weights(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                               const AttentionOptions& o) {
+  return attention_impl(q, k, v, o);
 }
 
 }  // namespace minidl

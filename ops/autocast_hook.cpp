@@ -92,7 +92,7 @@ std::vector<const OpPolicy*> declared_policies() {
                       ops_detail::pad_policies, ops_detail::scan_policies, ops_detail::index_policies,
                       ops_detail::math_policies, ops_detail::diagonal_policies,
                       ops_detail::distance_policies, ops_detail::margin_loss_policies,
-                      ops_detail::recurrent_policies, ops_detail::grid_sample_policies})
+                      ops_detail::recurrent_policies, ops_detail::grid_sample_policies, ops_detail::ctc_loss_policies})
     for (const OpPolicy* p : family()) rows.push_back(p);
   return rows;
 }

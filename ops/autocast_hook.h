@@ -79,4 +79,5 @@ std::vector<const amp::OpPolicy*> distance_policies();
 std::vector<const amp::OpPolicy*> margin_loss_policies();
 std::vector<const amp::OpPolicy*> recurrent_policies();
 std::vector<const amp::OpPolicy*> grid_sample_policies();
+std::vector<const amp::OpPolicy*> ctc_loss_policies();
 }  // namespace minidl::ops_detail

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "framework/generator.h"
+#include "ops/reduction.h"
 #include "ops/tensor.h"
 
 namespace minidl {
@@ -212,8 +213,7 @@ Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype = st
 // Gradient of softmax (log=false) or log_softmax (log=true) given the forward output; differentiable.
 Tensor softmax_backward(const Tensor& grad_output, const Tensor& output, int64_t dim, bool log);
 
-// ---- losses (ops/loss.cpp); autocast FP32
-enum class Reduction { None, Mean, Sum };
+// ---- losses (ops/loss.cpp); autocast FP32 (Reduction: ops/reduction.h)
 struct CrossEntropyOptions {
   Reduction reduction = Reduction::Mean;
   int64_t ignore_index = -100;

@@ -5,10 +5,14 @@
 //     fp32 list) and None on CPU (not on PyTorch's CPU lists: a bf16 input with f32 weights computes
 //     in f32 and returns bf16, as PyTorch's CPU kernels); rms_norm is on neither list (None).
 //   embedding (ops/embedding.cpp): a row gather, backward a scatter-add; autocast None.
+//   embedding_bag (ops/embedding_bag.cpp): gathered rows added into their bags (scatter_add), mean
+//     and max from those; autocast None.
+//   ctc_loss (ops/ctc_loss.cpp): the forward recursion in whole-batch ops, its own backward node (PyTorch's
+//     gradient formula); autocast FP32 on CPU, None on CUDA (PyTorch's lists).
 //   conv1d (ops/conv.cpp): conv2d over a height of 1 (exact: the same kernels); LowerPrecision.
 //   scaled_dot_product_attention (ops/attention.cpp): LowerPrecision on CPU and CUDA (PyTorch 2.x);
 //     its matmuls and softmax run in the cast dtype (the softmax kernel accumulates in f32).
-// These are composites of differentiable ops, so every backward (also second order) is exact and
+// These (ctc_loss apart) are composites of differentiable ops, so every backward (also second order) is exact and
 // every device that has the parts runs them.
 #pragma once
 #include <cstdint>
@@ -16,6 +20,7 @@
 
 #include "framework/generator.h"
 #include "ops/nn_ops.h"  // ConvPadding
+#include "ops/reduction.h"
 #include "ops/tensor.h"
 
 namespace minidl {
@@ -40,6 +45,41 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
 // [*indices.shape, embedding_dim]. padding_idx (negative counts from the end): that row's output is
 // the row itself, but it receives no gradient.
 Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt);
+
+// ---- embedding bags (ops/embedding_bag.cpp)
+enum class EmbeddingBagMode { Sum, Mean, Max };
+// (libtorch's names: EmbeddingBagFuncOptions here, EmbeddingBagOptions for nn::EmbeddingBag.)
+struct EmbeddingBagFuncOptions {
+  Tensor offsets_;                     // 1-D i64/i32 bag starts, with a 1-D input (a 2-D input: one bag a row)
+  EmbeddingBagMode mode_ = EmbeddingBagMode::Mean;
+  Tensor per_sample_weights_;          // the input's shape; each row scaled before the sum (mode Sum only)
+  bool include_last_offset_ = false;   // offsets has one more entry: the end of the last bag
+  std::optional<int64_t> padding_idx_; // rows of this index take no part (not counted in a mean)
+
+  EmbeddingBagFuncOptions& offsets(Tensor t) { offsets_ = std::move(t); return *this; }
+  EmbeddingBagFuncOptions& mode(EmbeddingBagMode m) { mode_ = m; return *this; }
+  EmbeddingBagFuncOptions& per_sample_weights(Tensor t) { per_sample_weights_ = std::move(t); return *this; }
+  EmbeddingBagFuncOptions& include_last_offset(bool b) { include_last_offset_ = b; return *this; }
+  EmbeddingBagFuncOptions& padding_idx(int64_t i) { padding_idx_ = i; return *this; }
+};
+// indices [B, n] (B bags of n) or [L] with offsets [B] (B + 1 with include_last_offset), into the
+// rows of weight [num_embeddings, dim] -> [B, dim]: each bag's sum, mean or max (an empty bag: zeros).
+// Offsets must start at 0, not decrease and not pass the input's end (checked on the host).
+Tensor embedding_bag(const Tensor& indices, const Tensor& weight, const EmbeddingBagFuncOptions& options = {});
+
+// ---- CTC loss (ops/ctc_loss.cpp)
+// log_probs [T, N, C] (log-softmax outputs; unbatched [T, C]), targets [N, S] padded or 1-D (each
+// sample's labels one after another; unbatched [S]), input_lengths and target_lengths [N] (i64 or
+// i32; or host vectors) -> the negative log likelihood of each target over its alignments: [N] with
+// Reduction::None, the sum, or PyTorch's mean (each divided by its target length, at least 1, then
+// averaged). zero_infinity: an impossible alignment gives 0 and no gradient instead of inf. The
+// gradient is PyTorch's (exact after a log_softmax). f32 or f64 (bf16/f16 under CPU autocast run in
+// f32). Labels must lie in [0, C); blank in them is allowed, as PyTorch.
+Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths, const Tensor& target_lengths,
+                int64_t blank = 0, Reduction reduction = Reduction::Mean, bool zero_infinity = false);
+Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const std::vector<int64_t>& input_lengths,
+                const std::vector<int64_t>& target_lengths, int64_t blank = 0, Reduction reduction = Reduction::Mean,
+                bool zero_infinity = false);
 
 // ---- 1-D convolution (ops/conv.cpp)
 // x [N, C, L] (or unbatched [C, L]), weight [O, C/groups, K], bias [O] -> [N, O, OL] with
@@ -68,5 +108,12 @@ struct AttentionOptions {
 // softmax(q k^T * scale + mask) v. A row whose keys are all masked gives NaN (as PyTorch's math path).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const AttentionOptions& options = {});
+// The same, also returning the attention weights (softmax(q k^T * scale + mask) after the dropout,
+// [..., L, S]): what torch.nn.MultiheadAttention returns with need_weights.
+struct AttentionWithWeights {
+  Tensor output, weights;
+};
+AttentionWithWeights scaled_dot_product_attention_with_weights(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                               const AttentionOptions& options = {});
 
 }  // namespace minidl

@@ -105,6 +105,7 @@ const std::map<std::string, std::function<void()>>& op_calls() {
       {"lstm", [] { recurrent(RecurrentMode::LSTM, rand_t({2, 1, 3}), Tensor(), Tensor(), {{rand_t({8, 3}), rand_t({8, 2}), Tensor(), Tensor()}}); }},
       {"gru", [] { recurrent(RecurrentMode::GRU, rand_t({2, 1, 3}), Tensor(), Tensor(), {{rand_t({6, 3}), rand_t({6, 2}), Tensor(), Tensor()}}); }},
       {"grid_sample", [] { grid_sample(rand_t({1, 1, 3, 3}), rand_t({1, 2, 2, 2})); }},
+      {"ctc_loss", [] { ctc_loss(log_softmax(rand_t({3, 1, 2}), 2), from_vector<int64_t>({1}, {1, 1}), std::vector<int64_t>{3}, std::vector<int64_t>{1}); }},
   };
   return calls;
 }
