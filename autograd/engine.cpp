@@ -25,6 +25,8 @@ bool trace_enabled() {
 
 // The end-of-backward callbacks of the backward running on this thread (nullptr when none runs).
 thread_local std::vector<std::function<void()>>* current_callbacks = nullptr;
+// Whether the innermost run on this thread is a grad() call (it captures instead of accumulating).
+thread_local bool current_run_captures = false;
 
 // Installs a callback list for one run; restores the outer one (a backward inside a hook) on exit.
 struct CallbackScope {
@@ -184,6 +186,11 @@ void run(const TensorList& roots, const TensorList& grad_roots, bool retain_grap
   }
 
   CallbackScope callback_scope;
+  struct CaptureFlag {  // restores the outer run's flag (a backward inside a hook) on exit
+    bool outer = current_run_captures;
+    explicit CaptureFlag(bool captures) { current_run_captures = captures; }
+    ~CaptureFlag() { current_run_captures = outer; }
+  } capture_flag(capture_edges != nullptr);
   // Anomaly mode: every gradient a node returns is checked (after its dtype conversion, which can
   // overflow too); off, nothing is checked.
   const bool detect_anomaly = AnomalyMode::is_enabled();
@@ -285,6 +292,7 @@ void queue_callback(std::function<void()> fn) {
 }
 
 bool in_backward() { return current_callbacks != nullptr; }
+bool in_grad_call() { return current_callbacks != nullptr && current_run_captures; }
 
 void backward(const TensorList& roots, const TensorList& grad_roots, bool retain_graph, bool create_graph) {
   run(roots, grad_roots, retain_graph, create_graph, nullptr, nullptr);

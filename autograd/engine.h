@@ -48,6 +48,8 @@ inline TensorList grad(const TensorList& outputs, const TensorList& inputs, cons
 void queue_callback(std::function<void()> fn);
 // True while a backward() or grad() runs on this thread.
 bool in_backward();
+// True while the innermost of them is a grad() call (which leaves every .grad alone).
+bool in_grad_call();
 
 // What Tensor::backward() calls (ops/tensor.h binds it here, at its call sites).
 struct Engine {

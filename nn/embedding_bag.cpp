@@ -2,8 +2,7 @@
 #include "nn/embedding_bag.h"
 
 #include "framework/error.h"
-#include "framework/grad_mode.h"
-#include "nn/init.h"
+#include "nn/sequence_layers.h"
 #include "ops/ops.h"
 
 namespace minidl::nn {
@@ -11,22 +10,12 @@ namespace minidl::nn {
 EmbeddingBag::EmbeddingBag(const EmbeddingBagOptions& o, Generator* gen) : options(o) {
   MINIDL_CHECK(o.num_embeddings > 0 && o.embedding_dim > 0, "EmbeddingBag", "sizes must be positive, got ",
                o.num_embeddings, " x ", o.embedding_dim);
-  if (o.padding_idx_) {
-    MINIDL_CHECK(*o.padding_idx_ >= -o.num_embeddings && *o.padding_idx_ < o.num_embeddings, "EmbeddingBag",
-                 "padding_idx must be within num_embeddings, got ", *o.padding_idx_);
-    if (*options.padding_idx_ < 0) *options.padding_idx_ += o.num_embeddings;
-  }
+  options.padding_idx_ = checked_padding_idx("EmbeddingBag", o.padding_idx_, o.num_embeddings);
   weight = register_parameter("weight", empty({o.num_embeddings, o.embedding_dim}));
   reset_parameters(gen);
 }
 
-void EmbeddingBag::reset_parameters(Generator* gen) {
-  init::normal_(weight, 0.0, 1.0, gen);
-  if (options.padding_idx_) {
-    NoGradGuard ng;
-    weight.select(0, *options.padding_idx_).zero_();
-  }
-}
+void EmbeddingBag::reset_parameters(Generator* gen) { reset_embedding_table(weight, options.padding_idx_, gen); }
 
 Tensor EmbeddingBag::forward(const Tensor& indices, const Tensor& offsets, const Tensor& per_sample_weights) {
   auto scope = forward_scope();

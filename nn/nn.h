@@ -6,6 +6,7 @@
 #include "nn/any_module.h"
 #include "nn/averaged_model.h"
 #include "nn/channel_layers.h"
+#include "nn/checkpoint.h"
 #include "nn/clip_grad.h"
 #include "nn/container.h"
 #include "nn/ctc_loss.h"

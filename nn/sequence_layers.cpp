@@ -80,25 +80,30 @@ std::string RMSNorm::describe() const {
                         options.eps_ ? ", eps=" + std::to_string(*options.eps_) : "", affine_str(options.elementwise_affine_));
 }
 
+std::optional<int64_t> checked_padding_idx(const char* module, std::optional<int64_t> padding_idx, int64_t num_embeddings) {
+  if (!padding_idx) return padding_idx;
+  MINIDL_CHECK(*padding_idx >= -num_embeddings && *padding_idx < num_embeddings, module,
+               "padding_idx must be within num_embeddings, got ", *padding_idx);
+  return *padding_idx < 0 ? *padding_idx + num_embeddings : *padding_idx;
+}
+
+void reset_embedding_table(const Tensor& weight, std::optional<int64_t> padding_idx, Generator* gen) {
+  init::normal_(weight, 0.0, 1.0, gen);
+  if (padding_idx) {
+    NoGradGuard ng;
+    weight.select(0, *padding_idx).zero_();
+  }
+}
+
 Embedding::Embedding(const EmbeddingOptions& o, Generator* gen) : options(o) {
   MINIDL_CHECK(o.num_embeddings > 0 && o.embedding_dim > 0, "Embedding", "sizes must be positive, got ",
                o.num_embeddings, " x ", o.embedding_dim);
-  if (o.padding_idx_) {
-    MINIDL_CHECK(*o.padding_idx_ >= -o.num_embeddings && *o.padding_idx_ < o.num_embeddings, "Embedding",
-                 "padding_idx must be within num_embeddings, got ", *o.padding_idx_);
-    if (*options.padding_idx_ < 0) *options.padding_idx_ += o.num_embeddings;
-  }
+  options.padding_idx_ = checked_padding_idx("Embedding", o.padding_idx_, o.num_embeddings);
   weight = register_parameter("weight", empty({o.num_embeddings, o.embedding_dim}));
   reset_parameters(gen);
 }
 
-void Embedding::reset_parameters(Generator* gen) {
-  init::normal_(weight, 0.0, 1.0, gen);
-  if (options.padding_idx_) {
-    NoGradGuard ng;
-    weight.select(0, *options.padding_idx_).zero_();
-  }
-}
+void Embedding::reset_parameters(Generator* gen) { reset_embedding_table(weight, options.padding_idx_, gen); }
 
 Tensor Embedding::forward(const Tensor& indices) {
   auto scope = forward_scope();

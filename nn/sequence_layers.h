@@ -90,6 +90,12 @@ struct EmbeddingOptions {
   EmbeddingOptions& padding_idx(int64_t i) { padding_idx_ = i; return *this; }
 };
 
+// What Embedding and EmbeddingBag share: padding_idx checked within [-num_embeddings,
+// num_embeddings) and made non-negative (errors name `module`); the table's PyTorch initialisation,
+// N(0, 1) with the padding row zeroed.
+std::optional<int64_t> checked_padding_idx(const char* module, std::optional<int64_t> padding_idx, int64_t num_embeddings);
+void reset_embedding_table(const Tensor& weight, std::optional<int64_t> padding_idx, Generator* gen);
+
 class Embedding : public Layer {
  public:
   explicit Embedding(const EmbeddingOptions& options, Generator* gen = nullptr);
