@@ -46,5 +46,6 @@
 #include "data/cifar.h"
 #include "data/dataloader.h"
 #include "data/mnist.h"
+#include "data/subset.h"
 #include "data/tensor_dataset.h"
 #include "data/transforms.h"

@@ -173,9 +173,7 @@ DataLoader::DataLoader(const Dataset& dataset, LoaderOptions options, std::share
   MINIDL_CHECK(options_.prefetch_ >= 1, "DataLoader", "prefetch must be >= 1, got ", options_.prefetch_);
   MINIDL_CHECK(!options_.sampler_ || !options_.shuffle_, "DataLoader",
                "sampler option is mutually exclusive with shuffle (the sampler shuffles)");
-  MINIDL_CHECK(!options_.sampler_ || options_.sampler_->dataset_size() == dataset_.size(), "DataLoader",
-               "the sampler was made for ", options_.sampler_ ? options_.sampler_->dataset_size() : 0,
-               " samples, the dataset has ", dataset_.size());
+  if (options_.sampler_) options_.sampler_->check_dataset_size(dataset_.size());
   // PyTorch's RandomSampler refuses an empty dataset: an epoch of no batches would pass unseen.
   MINIDL_CHECK(!options_.shuffle_ || dataset_.size() > 0, "DataLoader",
                "num_samples should be a positive integer value, but got num_samples=0 (shuffle over an empty dataset)");

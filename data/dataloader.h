@@ -14,6 +14,8 @@
 
 #include "data/dataset.h"
 #include "data/distributed_sampler.h"
+#include "data/random_samplers.h"
+#include "data/sampler.h"
 #include "data/transforms.h"
 
 namespace minidl::data {
@@ -29,9 +31,10 @@ struct LoaderOptions {
   int workers_ = 0;          // loading threads; 0: load in the calling thread, when asked
   uint64_t seed_ = 0;        // seeds the shuffle and the random transforms
   int prefetch_ = 2;         // batches each worker may load ahead of the consumer
-  // This rank's share of every epoch (data-parallel training); the sampler shuffles, so shuffle
-  // must stay off. The loader passes its epoch to the sampler.
-  std::shared_ptr<const DistributedSampler> sampler_;
+  // Which samples each epoch loads, in order (a DistributedSampler: this rank's share in
+  // data-parallel training; a WeightedRandomSampler, ...); the sampler shuffles, so shuffle must
+  // stay off. The loader passes its epoch to the sampler.
+  std::shared_ptr<const Sampler> sampler_;
   // When set, every sample of a batch is read with Dataset::get() and the batch is collate(samples)
   // (then the transform, on its data); unset, the batch is Dataset::get_batch() (default_collate's
   // result, or a data set's faster copy of rows).
@@ -43,7 +46,7 @@ struct LoaderOptions {
   LoaderOptions& workers(int n) { workers_ = n; return *this; }
   LoaderOptions& seed(uint64_t s) { seed_ = s; return *this; }
   LoaderOptions& prefetch(int n) { prefetch_ = n; return *this; }
-  LoaderOptions& sampler(std::shared_ptr<const DistributedSampler> s) { sampler_ = std::move(s); return *this; }
+  LoaderOptions& sampler(std::shared_ptr<const Sampler> s) { sampler_ = std::move(s); return *this; }
   LoaderOptions& collate(CollateFn fn) { collate_ = std::move(fn); return *this; }
 };
 

@@ -55,4 +55,8 @@ std::vector<int64_t> DistributedSampler::indices(int64_t epoch) const {
   return mine;
 }
 
+void DistributedSampler::check_dataset_size(int64_t size) const {
+  MINIDL_CHECK(size == dataset_size_, "DistributedSampler", "was made for ", dataset_size_, " samples, the dataset has ", size);
+}
+
 }  // namespace minidl::data

@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "data/sampler.h"
+
 namespace minidl::data {
 
 struct DistributedSamplerOptions {
@@ -36,7 +38,7 @@ struct DistributedSamplerOptions {
 // the identity. What DataLoader and DistributedSampler share.
 std::vector<int64_t> epoch_order(int64_t n, bool shuffle, uint64_t seed, int64_t epoch);
 
-class DistributedSampler {
+class DistributedSampler : public Sampler {
  public:
   // Throws unless 0 <= rank < num_replicas and dataset_size >= 0.
   DistributedSampler(int64_t dataset_size, DistributedSamplerOptions options = {});
@@ -44,9 +46,10 @@ class DistributedSampler {
   void set_epoch(int64_t epoch);  // the epoch indices() uses (a DataLoader passes its own)
   int64_t epoch() const { return epoch_; }
   std::vector<int64_t> indices() const { return indices(epoch_); }
-  std::vector<int64_t> indices(int64_t epoch) const;       // this rank's samples, in order
+  std::vector<int64_t> indices(int64_t epoch) const override;  // this rank's samples, in order
   std::vector<int64_t> global_order(int64_t epoch) const;  // the cut or padded order, `total` long
-  int64_t num_samples() const { return total_ / options_.num_replicas_; }  // per rank
+  int64_t num_samples() const override { return total_ / options_.num_replicas_; }  // per rank
+  void check_dataset_size(int64_t size) const override;  // the size it was made for
   int64_t total_size() const { return total_; }
   int64_t dataset_size() const { return dataset_size_; }
   const DistributedSamplerOptions& options() const { return options_; }
