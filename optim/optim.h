@@ -6,6 +6,7 @@
 #include "optim/plateau.h"
 #include "optim/rprop_asgd.h"
 #include "optim/adam_variants.h"
+#include "optim/lbfgs.h"
 #include "optim/adaptive.h"
 #include "optim/cyclic_lr.h"
 #include "optim/factor_schedulers.h"
