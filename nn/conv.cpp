@@ -16,16 +16,6 @@ void check_channels(const char* layer, int64_t in, int64_t out, int64_t groups) 
                " must be positive and divisible by groups ", groups);
 }
 
-// PyTorch's default for both convolutions: kaiming_uniform_(a = sqrt(5)) on the weight, whose
-// fan_in is weight.size(1) * kh * kw, and the bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
-void reset_conv_parameters(const Tensor& weight, const Tensor& bias, Generator* gen) {
-  init::kaiming_uniform_(weight, std::sqrt(5.0), init::FanMode::FanIn, init::Nonlinearity::LeakyReLU, gen);
-  if (bias.defined()) {
-    const double fan_in = static_cast<double>(weight.size(1) * weight.size(2) * weight.size(3));
-    init::uniform_(bias, -1.0 / std::sqrt(fan_in), 1.0 / std::sqrt(fan_in), gen);
-  }
-}
-
 // "<name>(in -> out, KxK[, stride s][, <padding>][, output_padding p][, dilation d][, groups g][, bias])"
 std::string describe_conv(const char* name, int64_t in, int64_t out, Size2 k, Size2 stride, const std::string& padding,
                           Size2 output_padding, Size2 dilation, int64_t groups, bool bias) {
@@ -37,6 +27,14 @@ std::string describe_conv(const char* name, int64_t in, int64_t out, Size2 k, Si
                         option("groups", groups, 1), bias ? ", bias)" : ")");
 }
 }  // namespace
+
+void reset_conv_parameters(const Tensor& weight, const Tensor& bias, Generator* gen) {
+  init::kaiming_uniform_(weight, std::sqrt(5.0), init::FanMode::FanIn, init::Nonlinearity::LeakyReLU, gen);
+  if (bias.defined()) {
+    const double fan_in = static_cast<double>(weight.numel() / weight.size(0));  // size(1) times the kernel's size
+    init::uniform_(bias, -1.0 / std::sqrt(fan_in), 1.0 / std::sqrt(fan_in), gen);
+  }
+}
 
 Conv2d::Conv2d(const Conv2dOptions& o, Generator* gen) : options(o) {
   check_channels("Conv2d", o.in_channels, o.out_channels, o.groups_);

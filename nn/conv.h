@@ -45,6 +45,11 @@ class Conv2d : public Layer {
   Tensor bias;    // [out]
 };
 
+// PyTorch's default initialisation of every convolution (1-D and 2-D, transposed or not):
+// kaiming_uniform_(a = sqrt(5)) on the weight, whose fan_in is weight.size(1) times the kernel's
+// size, and the bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+void reset_conv_parameters(const Tensor& weight, const Tensor& bias, Generator* gen);
+
 struct ConvTranspose2dOptions {
   int64_t in_channels, out_channels;
   Size2 kernel_size;

@@ -5,6 +5,7 @@
 
 #include "framework/error.h"
 #include "framework/grad_mode.h"
+#include "nn/conv.h"
 #include "nn/init.h"
 #include "ops/ops.h"
 
@@ -127,13 +128,7 @@ Conv1d::Conv1d(const Conv1dOptions& o, Generator* gen) : options(o) {
   reset_parameters(gen);
 }
 
-void Conv1d::reset_parameters(Generator* gen) {
-  init::kaiming_uniform_(weight, std::sqrt(5.0), init::FanMode::FanIn, init::Nonlinearity::LeakyReLU, gen);
-  if (bias.defined()) {
-    const double fan_in = static_cast<double>(weight.size(1) * weight.size(2));
-    init::uniform_(bias, -1.0 / std::sqrt(fan_in), 1.0 / std::sqrt(fan_in), gen);
-  }
-}
+void Conv1d::reset_parameters(Generator* gen) { reset_conv_parameters(weight, bias, gen); }
 
 Tensor Conv1d::forward(const Tensor& x) {
   auto scope = forward_scope();
@@ -147,6 +142,33 @@ std::string Conv1d::describe() const {
   return detail::concat("Conv1d(", o.in_channels, " -> ", o.out_channels, ", k", o.kernel_size,
                         o.stride_ != 1 ? ", stride " + std::to_string(o.stride_) : "",
                         o.same_ ? ", same" : (o.padding_ ? ", pad " + std::to_string(o.padding_) : ""),
+                        o.groups_ != 1 ? ", groups " + std::to_string(o.groups_) : "", o.bias_ ? ", bias)" : ")");
+}
+
+ConvTranspose1d::ConvTranspose1d(const ConvTranspose1dOptions& o, Generator* gen) : options(o) {
+  MINIDL_CHECK(o.in_channels > 0 && o.out_channels > 0 && o.kernel_size > 0 && o.groups_ > 0 &&
+                   o.in_channels % o.groups_ == 0 && o.out_channels % o.groups_ == 0,
+               "ConvTranspose1d", "channels ", o.in_channels, " -> ", o.out_channels, " and kernel ", o.kernel_size,
+               " must be positive, the channels divisible by groups ", o.groups_);
+  weight = register_parameter("weight", empty({o.in_channels, o.out_channels / o.groups_, o.kernel_size}));
+  if (o.bias_) bias = register_parameter("bias", empty({o.out_channels}));
+  reset_parameters(gen);
+}
+
+void ConvTranspose1d::reset_parameters(Generator* gen) { reset_conv_parameters(weight, bias, gen); }
+
+Tensor ConvTranspose1d::forward(const Tensor& x) {
+  auto scope = forward_scope();
+  const auto& o = options;
+  return conv_transpose1d(x, weight, bias, o.stride_, o.padding_, o.output_padding_, o.groups_, o.dilation_);
+}
+
+std::string ConvTranspose1d::describe() const {
+  const auto& o = options;
+  return detail::concat("ConvTranspose1d(", o.in_channels, " -> ", o.out_channels, ", k", o.kernel_size,
+                        o.stride_ != 1 ? ", stride " + std::to_string(o.stride_) : "",
+                        o.padding_ ? ", pad " + std::to_string(o.padding_) : "",
+                        o.output_padding_ ? ", output_padding " + std::to_string(o.output_padding_) : "",
                         o.groups_ != 1 ? ", groups " + std::to_string(o.groups_) : "", o.bias_ ? ", bias)" : ")");
 }
 

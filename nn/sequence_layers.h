@@ -1,6 +1,7 @@
 // Layers of sequence and transformer models over the ops in ops/sequence_ops.h, with PyTorch's
 // defaults, initialisation and state-dict names: LayerNorm, GroupNorm, RMSNorm (weight, bias),
-// Embedding (weight) and Conv1d (weight [out, in/groups, k], bias).
+// Embedding (weight), Conv1d (weight [out, in/groups, k], bias) and ConvTranspose1d (weight [in,
+// out/groups, k], bias).
 #pragma once
 #include <optional>
 
@@ -136,6 +137,35 @@ class Conv1d : public Layer {
   ModulePtr clone_structure() const override { return std::make_shared<Conv1d>(options); }
   Conv1dOptions options;
   Tensor weight;  // [out, in/groups, k]
+  Tensor bias;    // [out]
+};
+
+struct ConvTranspose1dOptions {
+  int64_t in_channels, out_channels, kernel_size;
+  int64_t stride_ = 1, padding_ = 0, output_padding_ = 0, groups_ = 1, dilation_ = 1;
+  bool bias_ = true;
+
+  ConvTranspose1dOptions(int64_t in, int64_t out, int64_t k) : in_channels(in), out_channels(out), kernel_size(k) {}
+  ConvTranspose1dOptions& stride(int64_t s) { stride_ = s; return *this; }
+  ConvTranspose1dOptions& padding(int64_t p) { padding_ = p; return *this; }
+  ConvTranspose1dOptions& output_padding(int64_t p) { output_padding_ = p; return *this; }
+  ConvTranspose1dOptions& groups(int64_t g) { groups_ = g; return *this; }
+  ConvTranspose1dOptions& bias(bool b) { bias_ = b; return *this; }
+  ConvTranspose1dOptions& dilation(int64_t d) { dilation_ = d; return *this; }
+};
+
+// PyTorch's ConvTranspose1d: the gradient of a Conv1d with respect to its input, as a layer (weight
+// [in, out/groups, k], PyTorch's initialisation).
+class ConvTranspose1d : public Layer {
+ public:
+  explicit ConvTranspose1d(const ConvTranspose1dOptions& options, Generator* gen = nullptr);
+  void reset_parameters(Generator* gen = nullptr);
+  Tensor forward(const Tensor& x) override;  // [N, C, L] -> [N, O, L'] (or unbatched [C, L])
+  std::string describe() const override;     // "ConvTranspose1d(4 -> 8, k3, stride 2, bias)"
+  std::string type_name() const override { return "ConvTranspose1d"; }
+  ModulePtr clone_structure() const override { return std::make_shared<ConvTranspose1d>(options); }
+  ConvTranspose1dOptions options;
+  Tensor weight;  // [in, out/groups, k]
   Tensor bias;    // [out]
 };
 

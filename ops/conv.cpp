@@ -26,9 +26,10 @@ using P = amp::CastPolicy;
 const amp::OpPolicy kConv2d{"conv2d", P::LowerPrecision, P::LowerPrecision};
 const amp::OpPolicy kConvTranspose2d{"conv_transpose2d", P::LowerPrecision, P::LowerPrecision};
 const amp::OpPolicy kConv1d{"conv1d", P::LowerPrecision, P::LowerPrecision};
+const amp::OpPolicy kConvTranspose1d{"conv_transpose1d", P::LowerPrecision, P::LowerPrecision};
 }  // namespace
 
-std::vector<const amp::OpPolicy*> ops_detail::conv_policies() { return {&kConv2d, &kConvTranspose2d, &kConv1d}; }
+std::vector<const amp::OpPolicy*> ops_detail::conv_policies() { return {&kConv2d, &kConvTranspose2d, &kConv1d, &kConvTranspose1d}; }
 
 namespace {
 
@@ -282,28 +283,27 @@ Tensor conv2d(const Tensor& x_arg, const Tensor& w_arg, const Tensor& b_arg, Siz
   return conv2d_impl(kConv2dNaming, x, w, b, stride, lo, hi, dilation, groups);
 }
 
-Tensor conv_transpose2d(const Tensor& x_arg, const Tensor& w_arg, const Tensor& b_arg, Size2 stride, Size2 padding,
-                        Size2 output_padding, int64_t groups, Size2 dilation) {
-  amp::AutocastInputs in(kConvTranspose2d, {x_arg, w_arg, b_arg});
-  const Tensor &x_in = in[0], &w = in[1], &b = in[2];
-  const char* op = "conv_transpose2d";
-  check_common(ConvNaming{op}, x_in, w, b, stride, dilation, groups);
-  MINIDL_CHECK(padding[0] >= 0 && padding[1] >= 0, op, "negative padding is not supported, got padding [", padding[0], ", ",
-               padding[1], "]");
+namespace {
+// conv_transpose2d, or conv_transpose1d over a unit height (naming.one_d): the input gradient of
+// the convolution whose output x is.
+Tensor conv_transpose_impl(const ConvNaming& naming, const Tensor& x_in, const Tensor& w, const Tensor& b, Size2 stride,
+                           Size2 padding, Size2 output_padding, int64_t groups, Size2 dilation) {
+  const char* op = naming.op;
+  check_common(naming, x_in, w, b, stride, dilation, groups);
+  MINIDL_CHECK(padding[0] >= 0 && padding[1] >= 0, op, "negative padding is not supported, got padding ", naming.pair(padding));
   for (int i = 0; i < 2; ++i)
     MINIDL_CHECK(output_padding[i] >= 0 && (output_padding[i] < stride[i] || output_padding[i] < dilation[i]), op,
-                 "output padding must be smaller than either stride or dilation, but got output_padding [", output_padding[0],
-                 ", ", output_padding[1], "], stride [", stride[0], ", ", stride[1], "], dilation [", dilation[0], ", ",
-                 dilation[1], "]");
+                 "output padding must be smaller than either stride or dilation, but got output_padding ",
+                 naming.pair(output_padding), ", stride ", naming.pair(stride), ", dilation ", naming.pair(dilation));
   const bool batched = x_in.dim() == 4;
   Tensor x = batched ? x_in : x_in.unsqueeze(0);
   const int64_t Cin = w.size(0), Cout = w.size(1) * groups;
   MINIDL_CHECK(Cin % groups == 0, op, "given groups=", groups, ", expected weight to be divisible by ", groups,
-               " at dimension 0, but got weight of size ", size_str(w), " instead");
-  MINIDL_CHECK(x.size(1) == Cin, op, "given transposed=1, weight of size ", size_str(w), ", expected input", size_str(x_in),
+               " at dimension 0, but got weight of size ", naming.shape(w), " instead");
+  MINIDL_CHECK(x.size(1) == Cin, op, "given transposed=1, weight of size ", naming.shape(w), ", expected input", naming.shape(x_in),
                " to have ", Cin, " channels, but got ", x.size(1), " channels instead");
   if (b.defined())
-    MINIDL_CHECK(b.dim() == 1 && b.size(0) == Cout, op, "given transposed=1, weight of size ", size_str(w),
+    MINIDL_CHECK(b.dim() == 1 && b.size(0) == Cout, op, "given transposed=1, weight of size ", naming.shape(w),
                  ", expected bias to be 1-dimensional with ", Cout, " elements, but got bias of size ", size_str(b),
                  " instead");
   // In convolution terms: the transpose's output is the conv's input, x is the conv's output.
@@ -321,6 +321,30 @@ Tensor conv_transpose2d(const Tensor& x_arg, const Tensor& w_arg, const Tensor& 
                "), calculated output size per channel: (", g.H, " x ", g.W, "). Output size is too small");
   Tensor y = conv_input_grad("ConvTranspose2dBackward", x, w, b, g);
   return batched ? y : y.squeeze(0);
+}
+}  // namespace
+
+Tensor conv_transpose2d(const Tensor& x_arg, const Tensor& w_arg, const Tensor& b_arg, Size2 stride, Size2 padding,
+                        Size2 output_padding, int64_t groups, Size2 dilation) {
+  amp::AutocastInputs in(kConvTranspose2d, {x_arg, w_arg, b_arg});
+  return conv_transpose_impl(ConvNaming{"conv_transpose2d"}, in[0], in[1], in[2], stride, padding, output_padding, groups,
+                             dilation);
+}
+
+Tensor conv_transpose1d(const Tensor& x_arg, const Tensor& w_arg, const Tensor& b_arg, int64_t stride, int64_t padding,
+                        int64_t output_padding, int64_t groups, int64_t dilation) {
+  amp::AutocastInputs in(kConvTranspose1d, {x_arg, w_arg, b_arg});
+  const Tensor &x = in[0], &w = in[1], &b = in[2];
+  const char* op = "conv_transpose1d";
+  check_defined(x, op, "input");
+  check_defined(w, op, "weight");
+  MINIDL_CHECK(x.dim() == 2 || x.dim() == 3, op, "expected 2-D (unbatched) or 3-D (batched) input, but got input of size ",
+               size_str(x));
+  MINIDL_CHECK(w.dim() == 3, op, "expected a 3-D weight [in, out/groups, k], but got weight of size ", size_str(w));
+  check_floating(op, x);
+  return conv_transpose_impl(ConvNaming{op, true}, x.unsqueeze(-2), w.unsqueeze(2), b, {1, stride}, {0, padding},
+                             {0, output_padding}, groups, {1, dilation})
+      .squeeze(-2);
 }
 
 }  // namespace minidl

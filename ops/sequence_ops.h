@@ -91,6 +91,12 @@ Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride, ConvPadding padding,
               int64_t dilation = 1, int64_t groups = 1);
 
+// conv_transpose1d (torch.nn.functional.conv_transpose1d): x [N, C, L] (or [C, L]), weight [C,
+// O/groups, K], bias [O] -> [N, O, (L-1)*stride - 2*padding + dilation*(K-1) + output_padding + 1]:
+// conv_transpose2d over a height of 1, LowerPrecision under autocast.
+Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), int64_t stride = 1,
+                        int64_t padding = 0, int64_t output_padding = 0, int64_t groups = 1, int64_t dilation = 1);
+
 // ---- attention (ops/attention.cpp)
 struct AttentionOptions {
   Tensor attn_mask;              // bool (true = may attend) or float (added to the scores), broadcast to [..., L, S]

@@ -95,6 +95,7 @@ const std::map<std::string, std::function<void()>>& op_calls() {
       {"layer_norm", [] { layer_norm(rand_t({2, 3}), {3}, rand_t({3}), rand_t({3})); }},
       {"group_norm", [] { group_norm(rand_t({2, 4, 2}), 2, rand_t({4}), rand_t({4})); }},
       {"conv1d", [] { conv1d(rand_t({1, 1, 4}), rand_t({1, 1, 3}), rand_t({1})); }},
+      {"conv_transpose1d", [] { conv_transpose1d(rand_t({1, 1, 4}), rand_t({1, 1, 3}), rand_t({1})); }},
       {"scaled_dot_product_attention", [] { scaled_dot_product_attention(rand_t({2, 3}), rand_t({2, 3}), rand_t({2, 3})); }},
       {"rnn_tanh_cell", [] { rnn_tanh_cell(rand_t({2, 3}), rand_t({2, 2}), rand_t({2, 3}), rand_t({2, 2})); }},
       {"rnn_relu_cell", [] { rnn_relu_cell(rand_t({2, 3}), rand_t({2, 2}), rand_t({2, 3}), rand_t({2, 2})); }},
