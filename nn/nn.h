@@ -21,6 +21,7 @@
 #include "nn/module.h"
 #include "nn/padding.h"
 #include "nn/parameter_containers.h"
+#include "nn/packed_sequence.h"
 #include "nn/param_vector.h"
 #include "nn/pool1d.h"
 #include "nn/pool_variants.h"

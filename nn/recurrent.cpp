@@ -82,6 +82,24 @@ RecurrentResult RecurrentBase::run(const Tensor& input, const Tensor& h0, const 
   return recurrent(mode_, input, h0, c0, all_weights(), o);
 }
 
+PackedRecurrentResult RecurrentBase::run_packed(const utils::rnn::PackedSequence& input, const Tensor& h0, const Tensor& c0) {
+  auto scope = forward_scope();
+  MINIDL_CHECK(input.data.defined() && input.data.dim() == 2, name_, "expected packed data [steps, input_size], got ",
+               input.data.defined() ? input.data.meta_str() : std::string("none"));
+  MINIDL_CHECK(input.data.size(1) == input_size, name_, "input.size(-1) must be equal to input_size. Expected ", input_size,
+               ", got ", input.data.size(1));
+  // Padded time major in the original order, each element running its own length.
+  const utils::rnn::PaddedSequence padded = utils::rnn::pad_packed_sequence(input);
+  RecurrentOptions o;
+  o.num_layers = num_layers;
+  o.dropout = dropout;
+  o.training = is_training();
+  o.bidirectional = bidirectional;
+  o.lengths = padded.lengths.to_vector<int64_t>();
+  RecurrentResult r = recurrent(mode_, padded.padded, h0, c0, all_weights(), o);
+  return {utils::rnn::pack_in_order(r.output, o.lengths, input.sorted_indices), r.h_n, r.c_n};
+}
+
 std::string RecurrentBase::describe() const {
   std::string s = detail::concat(name_, "(", input_size, ", ", hidden_size);
   if (proj_size != 0) s += detail::concat(", proj_size=", proj_size);
@@ -98,6 +116,9 @@ RNN::RNN(const RNNOptions& o, Generator* gen)
                     o.batch_first_, o.dropout_, o.bidirectional_, gen),
       options(o) {}
 RecurrentResult RNN::forward(const Tensor& input, const Tensor& h0) { return run(input, h0, Tensor()); }
+PackedRecurrentResult RNN::forward_packed(const utils::rnn::PackedSequence& input, const Tensor& h0) {
+  return run_packed(input, h0, Tensor());
+}
 
 LSTM::LSTM(const LSTMOptions& o, Generator* gen)
     : RecurrentBase(RecurrentMode::LSTM, "LSTM", o.input_size_, o.hidden_size_, o.num_layers_, o.bias_, o.batch_first_,
@@ -107,12 +128,19 @@ RecurrentResult LSTM::forward(const Tensor& input, const Tensor& h0, const Tenso
   MINIDL_CHECK(h0.defined() == c0.defined(), "LSTM", "give both h0 and c0 or neither");
   return run(input, h0, c0);
 }
+PackedRecurrentResult LSTM::forward_packed(const utils::rnn::PackedSequence& input, const Tensor& h0, const Tensor& c0) {
+  MINIDL_CHECK(h0.defined() == c0.defined(), "LSTM", "give both h0 and c0 or neither");
+  return run_packed(input, h0, c0);
+}
 
 GRU::GRU(const GRUOptions& o, Generator* gen)
     : RecurrentBase(RecurrentMode::GRU, "GRU", o.input_size_, o.hidden_size_, o.num_layers_, o.bias_, o.batch_first_,
                     o.dropout_, o.bidirectional_, gen),
       options(o) {}
 RecurrentResult GRU::forward(const Tensor& input, const Tensor& h0) { return run(input, h0, Tensor()); }
+PackedRecurrentResult GRU::forward_packed(const utils::rnn::PackedSequence& input, const Tensor& h0) {
+  return run_packed(input, h0, Tensor());
+}
 
 // ---- cells
 

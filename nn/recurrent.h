@@ -4,8 +4,8 @@
 // weight_hh, bias_ih, bias_hh), shapes, gate order and initialisation (every parameter
 // U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))), so state dicts move between the two. The
 // computation is ops/recurrent.h's. LSTM's proj_size adds weight_hr_l0 [proj_size, hidden_size]
-// per layer and direction, after its biases, as PyTorch's. Not here: packed (variable length)
-// sequences.
+// per layer and direction, after its biases, as PyTorch's. Variable-length batches go through
+// forward_packed with a PackedSequence (nn/packed_sequence.h).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "nn/module.h"
+#include "nn/packed_sequence.h"
 #include "ops/recurrent.h"
 
 namespace minidl::nn {
@@ -52,6 +53,13 @@ struct GRUOptions : RecurrentOptionsBase<GRUOptions> {
   using RecurrentOptionsBase::RecurrentOptionsBase;
 };
 
+// A recurrent layer's result for a PackedSequence: the output packed in the input's order, h_n (and
+// c_n) [D * num_layers, N, H] in the original batch order, each after its sequence's last step.
+struct PackedRecurrentResult {
+  utils::rnn::PackedSequence output;
+  Tensor h_n, c_n;
+};
+
 // What RNN, LSTM and GRU share: the per layer and direction parameters and the sequence call.
 class RecurrentBase : public Module {
  public:
@@ -71,6 +79,8 @@ class RecurrentBase : public Module {
   RecurrentBase(RecurrentMode mode, const char* name, int64_t input_size, int64_t hidden_size, int64_t num_layers,
                 bool bias, bool batch_first, double dropout, bool bidirectional, Generator* gen, int64_t proj_size = 0);
   RecurrentResult run(const Tensor& input, const Tensor& h0, const Tensor& c0);
+  // h0 and c0 in the original batch order, as PyTorch's.
+  PackedRecurrentResult run_packed(const utils::rnn::PackedSequence& input, const Tensor& h0, const Tensor& c0);
 
  private:
   RecurrentMode mode_;
@@ -84,6 +94,7 @@ class RNN : public RecurrentBase {
  public:
   explicit RNN(const RNNOptions& options, Generator* gen = nullptr);
   RecurrentResult forward(const Tensor& input, const Tensor& h0 = Tensor());
+  PackedRecurrentResult forward_packed(const utils::rnn::PackedSequence& input, const Tensor& h0 = Tensor());
   ModulePtr clone_structure() const override { return std::make_shared<RNN>(options); }
   RNNOptions options;
 };
@@ -93,6 +104,8 @@ class LSTM : public RecurrentBase {
  public:
   explicit LSTM(const LSTMOptions& options, Generator* gen = nullptr);
   RecurrentResult forward(const Tensor& input, const Tensor& h0 = Tensor(), const Tensor& c0 = Tensor());
+  PackedRecurrentResult forward_packed(const utils::rnn::PackedSequence& input, const Tensor& h0 = Tensor(),
+                                       const Tensor& c0 = Tensor());
   ModulePtr clone_structure() const override { return std::make_shared<LSTM>(options); }
   LSTMOptions options;
 };
@@ -101,6 +114,7 @@ class GRU : public RecurrentBase {
  public:
   explicit GRU(const GRUOptions& options, Generator* gen = nullptr);
   RecurrentResult forward(const Tensor& input, const Tensor& h0 = Tensor());
+  PackedRecurrentResult forward_packed(const utils::rnn::PackedSequence& input, const Tensor& h0 = Tensor());
   ModulePtr clone_structure() const override { return std::make_shared<GRU>(options); }
   GRUOptions options;
 };

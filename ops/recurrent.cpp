@@ -216,6 +216,18 @@ RecurrentResult recurrent(RecurrentMode mode, const Tensor& input_arg, const Ten
   };
   const Tensor h0 = initial(h0_in, lstm ? "hidden[0]" : "hidden", R);
   const Tensor c0 = lstm ? initial(c0_in, "hidden[1]", H) : Tensor();
+  // Per-element lengths: step t updates only the elements still running ([N, 1] bool), the others
+  // keep their state and output zeros there. The reverse direction meets each element's steps past
+  // its length first, so it starts from h0 at the element's own last step.
+  std::vector<Tensor> running;
+  if (!o.lengths.empty()) {
+    MINIDL_CHECK(static_cast<int64_t>(o.lengths.size()) == N, op, "expected ", N, " lengths (one per batch element), got ",
+                 o.lengths.size());
+    for (int64_t len : o.lengths)
+      MINIDL_CHECK(len >= 1 && len <= L, op, "every length must be in [1, ", L, "], got ", len);
+    const Tensor lengths = from_vector<int64_t>(o.lengths, {N, 1}).to(input.device());
+    for (int64_t t = 0; t < L; ++t) running.push_back(gt(lengths, static_cast<double>(t)));
+  }
 
   std::vector<Tensor> h_n, c_n;
   Tensor layer_input = x;
@@ -230,9 +242,18 @@ RecurrentResult recurrent(RecurrentMode mode, const Tensor& input_arg, const Ten
       std::vector<Tensor> hs(static_cast<size_t>(L));
       for (int64_t s = 0; s < L; ++s) {
         const int64_t t = d == 0 ? s : L - 1 - s;
-        h = step(mode, xg.select(0, t), linear(h, w.w_hh, w.b_hh), h, c);
-        if (w.w_hr.defined()) h = linear(h, w.w_hr);
-        hs[static_cast<size_t>(t)] = h;
+        Tensor c_next = c;
+        Tensor h_next = step(mode, xg.select(0, t), linear(h, w.w_hh, w.b_hh), h, c_next);
+        if (w.w_hr.defined()) h_next = linear(h_next, w.w_hr);
+        if (running.empty()) {
+          h = h_next, c = c_next;
+          hs[static_cast<size_t>(t)] = h;
+          continue;
+        }
+        const Tensor& on = running[static_cast<size_t>(t)];
+        h = where(on, h_next, h);
+        if (lstm) c = where(on, c_next, c);
+        hs[static_cast<size_t>(t)] = where(on, h_next, zeros({}, TensorOptions(h_next.dtype()).device(h_next.device())));
       }
       directions.push_back(stack(hs, 0));
       h_n.push_back(h);

@@ -54,6 +54,10 @@ struct RecurrentOptions {
   bool bidirectional = false;
   bool batch_first = false;   // input and output [N, L, *] instead of [L, N, *]
   Generator* generator = nullptr;  // for the dropout; the default generator when null
+  // Each batch element's own length (PyTorch's packed sequences; empty: all L steps). Element n
+  // runs its first lengths[n] steps: the reverse direction starts at its own last step, its later
+  // outputs are zeros and h_n (c_n) is its state after its last step. 1 <= lengths[n] <= L.
+  std::vector<int64_t> lengths;
 };
 
 struct RecurrentResult {
