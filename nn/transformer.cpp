@@ -51,17 +51,34 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& o, Gener
   MINIDL_CHECK(o.embed_dim > 0 && o.num_heads > 0 && o.embed_dim % o.num_heads == 0, "MultiheadAttention",
                "embed_dim must be divisible by num_heads, got ", o.embed_dim, " and ", o.num_heads);
   MINIDL_CHECK(o.dropout_ >= 0.0 && o.dropout_ <= 1.0, "MultiheadAttention", "dropout must be in [0, 1], got ", o.dropout_);
-  in_proj_weight = register_parameter("in_proj_weight", empty({3 * o.embed_dim, o.embed_dim}));
-  if (o.bias_) in_proj_bias = register_parameter("in_proj_bias", empty({3 * o.embed_dim}));
-  out_proj = register_module("out_proj", std::make_shared<Linear>(LinearOptions(o.embed_dim, o.embed_dim).bias(o.bias_), gen));
+  MINIDL_CHECK(o.kdim_ >= 0 && o.vdim_ >= 0, "MultiheadAttention", "kdim and vdim must be positive (0: embed_dim), got ",
+               o.kdim_, " and ", o.vdim_);
+  const int64_t E = o.embed_dim;
+  // PyTorch's registration order, which is the state dict's.
+  if (o.same_embed_dim()) {
+    in_proj_weight = register_parameter("in_proj_weight", empty({3 * E, E}));
+  } else {
+    q_proj_weight = register_parameter("q_proj_weight", empty({E, E}));
+    k_proj_weight = register_parameter("k_proj_weight", empty({E, o.key_dim()}));
+    v_proj_weight = register_parameter("v_proj_weight", empty({E, o.value_dim()}));
+  }
+  if (o.bias_) in_proj_bias = register_parameter("in_proj_bias", empty({3 * E}));
+  out_proj = register_module("out_proj", std::make_shared<Linear>(LinearOptions(E, E).bias(o.bias_), gen));
+  if (o.add_bias_kv_) {
+    bias_k = register_parameter("bias_k", empty({1, 1, E}));
+    bias_v = register_parameter("bias_v", empty({1, 1, E}));
+  }
   reset_parameters(gen);
 }
 
 void MultiheadAttention::reset_parameters(Generator* gen) {
-  init::xavier_uniform_(in_proj_weight, 1.0, gen);
+  for (const Tensor& w : {in_proj_weight, q_proj_weight, k_proj_weight, v_proj_weight})
+    if (w.defined()) init::xavier_uniform_(w, 1.0, gen);
   if (in_proj_bias.defined()) init::zeros_(in_proj_bias);
   out_proj->reset_parameters(gen);
   if (out_proj->bias.defined()) init::zeros_(out_proj->bias);
+  for (const Tensor& b : {bias_k, bias_v})
+    if (b.defined()) init::xavier_normal_(b, 1.0, gen);
 }
 
 Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value, const AttentionMasks& m) {
@@ -82,8 +99,9 @@ AttentionWithWeights MultiheadAttention::attend(const Tensor& query, const Tenso
   MINIDL_CHECK(query.dim() == key.dim() && query.dim() == value.dim() && (query.dim() == 2 || query.dim() == 3), op,
                "expected query, key and value all 2-D (unbatched) or all 3-D, got ", query.meta_str(), ", ",
                key.meta_str(), " and ", value.meta_str());
-  MINIDL_CHECK(query.size(-1) == E && key.size(-1) == E && value.size(-1) == E, op, "expected embedding size ", E,
-               ", got ", query.meta_str(), ", ", key.meta_str(), " and ", value.meta_str());
+  MINIDL_CHECK(query.size(-1) == E && key.size(-1) == options.key_dim() && value.size(-1) == options.value_dim(), op,
+               "expected query, key and value widths ", E, ", ", options.key_dim(), " and ", options.value_dim(), ", got ",
+               query.meta_str(), ", ", key.meta_str(), " and ", value.meta_str());
   const bool unbatched = query.dim() == 2;
   // Everything below works batch first: [N, L, E].
   auto to_batch_first = [&](const Tensor& t) {
@@ -95,14 +113,27 @@ AttentionWithWeights MultiheadAttention::attend(const Tensor& query, const Tenso
   MINIDL_CHECK(k_in.size(0) == N && v_in.size(0) == N && v_in.size(1) == S, op, "key and value must match the batch of ",
                "query and each other's length, got ", query.meta_str(), ", ", key.meta_str(), " and ", value.meta_str());
   Tensor q, k, v;
-  if (query.is_same(key) && key.is_same(value)) {  // self-attention: one projection, as PyTorch
+  if (in_proj_weight.defined() && query.is_same(key) && key.is_same(value)) {  // self-attention: one projection, as PyTorch
     std::vector<Tensor> qkv = chunk(linear(q_in, in_proj_weight, in_proj_bias), 3, -1);
     q = qkv[0], k = qkv[1], v = qkv[2];
   } else {
     auto rows = [&](const Tensor& t, int64_t i) { return t.defined() ? t.narrow(0, i * E, E) : Tensor(); };
-    q = linear(q_in, rows(in_proj_weight, 0), rows(in_proj_bias, 0));
-    k = linear(k_in, rows(in_proj_weight, 1), rows(in_proj_bias, 1));
-    v = linear(v_in, rows(in_proj_weight, 2), rows(in_proj_bias, 2));
+    auto weight = [&](const Tensor& own, int64_t i) { return in_proj_weight.defined() ? rows(in_proj_weight, i) : own; };
+    q = linear(q_in, weight(q_proj_weight, 0), rows(in_proj_bias, 0));
+    k = linear(k_in, weight(k_proj_weight, 1), rows(in_proj_bias, 1));
+    v = linear(v_in, weight(v_proj_weight, 2), rows(in_proj_bias, 2));
+  }
+  // add_bias_kv, then add_zero_attn: one more key and value each, after the S given (the masks get
+  // an unmasked column for each, as PyTorch pads them).
+  int64_t extra = 0;
+  if (bias_k.defined()) {
+    k = cat({k, bias_k.expand({N, 1, E})}, 1), v = cat({v, bias_v.expand({N, 1, E})}, 1);
+    ++extra;
+  }
+  if (options.add_zero_attn_) {
+    const Tensor zero = zeros({N, 1, E}, TensorOptions(k.dtype()).device(k.device()));
+    k = cat({k, zero}, 1), v = cat({v, zero}, 1);
+    ++extra;
   }
   auto heads = [&](const Tensor& t, int64_t len) { return t.reshape({N, len, H, hd}).permute({0, 2, 1, 3}); };
   // One additive mask broadcastable to [N, H, L, S] (undefined when nothing is masked).
@@ -129,19 +160,24 @@ AttentionWithWeights MultiheadAttention::attend(const Tensor& query, const Tenso
   AttentionOptions ao;
   ao.dropout_p = is_training() ? options.dropout_ : 0.0;
   if (m.is_causal) {
-    if (mask.defined())
+    if (mask.defined() || extra > 0)
       add_mask(causal_blocked(L, S, q.device()));
     else
       ao.is_causal = true;
   }
+  if (mask.defined() && extra > 0) {
+    Shape pad_shape = mask.shape();
+    pad_shape.back() = extra;
+    mask = cat({mask, zeros(pad_shape, TensorOptions(mask.dtype()).device(mask.device()))}, -1);
+  }
   ao.attn_mask = mask;
   AttentionWithWeights r;
   if (need_weights) {
-    r = scaled_dot_product_attention_with_weights(heads(q, L), heads(k, S), heads(v, S), ao);
+    r = scaled_dot_product_attention_with_weights(heads(q, L), heads(k, S + extra), heads(v, S + extra), ao);
     if (average_weights) r.weights = mean(r.weights, {1});  // [N, L, S], as PyTorch's average over heads
     if (unbatched) r.weights = r.weights.squeeze(0);
   } else {
-    r.output = scaled_dot_product_attention(heads(q, L), heads(k, S), heads(v, S), ao);
+    r.output = scaled_dot_product_attention(heads(q, L), heads(k, S + extra), heads(v, S + extra), ao);
   }
   Tensor y = out_proj->forward(r.output.permute({0, 2, 1, 3}).reshape({N, L, E}));
   r.output = unbatched ? y.squeeze(0) : options.batch_first_ ? y : y.transpose(0, 1);

@@ -1,5 +1,6 @@
 // Attention layers: MultiheadAttention and TransformerEncoderLayer, as torch.nn's, with the same
-// parameter names (in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias; self_attn,
+// parameter names (in_proj_weight or q/k/v_proj_weight, in_proj_bias, bias_k, bias_v,
+// out_proj.weight, out_proj.bias; self_attn,
 // linear1, linear2, norm1, norm2), defaults and initialisation, so a state dict moves between
 // the two. Attention runs through scaled_dot_product_attention (ops/sequence_ops.h).
 #pragma once
@@ -25,11 +26,22 @@ struct MultiheadAttentionOptions {
   double dropout_ = 0.0;     // on the attention weights, in training mode
   bool bias_ = true;         // in_proj_bias and out_proj.bias
   bool batch_first_ = false; // inputs [N, L, E] instead of [L, N, E]
+  int64_t kdim_ = 0, vdim_ = 0;  // the keys' and values' widths (0: embed_dim); other widths project
+                                 // through q_proj_weight, k_proj_weight, v_proj_weight
+  bool add_bias_kv_ = false;     // learned bias_k, bias_v [1, 1, E] appended to the projected keys and values
+  bool add_zero_attn_ = false;   // a zero key and value appended after them
 
   MultiheadAttentionOptions(int64_t dim, int64_t heads) : embed_dim(dim), num_heads(heads) {}
   MultiheadAttentionOptions& dropout(double p) { dropout_ = p; return *this; }
   MultiheadAttentionOptions& bias(bool b) { bias_ = b; return *this; }
   MultiheadAttentionOptions& batch_first(bool b) { batch_first_ = b; return *this; }
+  MultiheadAttentionOptions& kdim(int64_t d) { kdim_ = d; return *this; }
+  MultiheadAttentionOptions& vdim(int64_t d) { vdim_ = d; return *this; }
+  MultiheadAttentionOptions& add_bias_kv(bool b) { add_bias_kv_ = b; return *this; }
+  MultiheadAttentionOptions& add_zero_attn(bool b) { add_zero_attn_ = b; return *this; }
+  int64_t key_dim() const { return kdim_ ? kdim_ : embed_dim; }
+  int64_t value_dim() const { return vdim_ ? vdim_ : embed_dim; }
+  bool same_embed_dim() const { return key_dim() == embed_dim && value_dim() == embed_dim; }
 };
 
 class MultiheadAttention : public Module {
@@ -50,8 +62,10 @@ class MultiheadAttention : public Module {
   ModulePtr clone_structure() const override { return std::make_shared<MultiheadAttention>(options); }
 
   MultiheadAttentionOptions options;
-  Tensor in_proj_weight;  // [3E, E]: the query, key and value projections stacked
+  Tensor in_proj_weight;  // [3E, E]: the query, key and value projections stacked (when kdim = vdim = E)
+  Tensor q_proj_weight, k_proj_weight, v_proj_weight;  // [E, E], [E, kdim], [E, vdim] otherwise
   Tensor in_proj_bias;    // [3E]
+  Tensor bias_k, bias_v;  // [1, 1, E] with add_bias_kv
   std::shared_ptr<Linear> out_proj;
 
  private:

@@ -1,5 +1,6 @@
 // nn::TransformerDecoderLayer, nn::TransformerDecoder, nn::Transformer and MultiheadAttention's
-// weights against torch 1.13's (tests/torch_refs/transformer_decoder.py): parameter names in order,
+// weights, kdim/vdim, add_bias_kv and add_zero_attn against torch 1.13's
+// (tests/torch_refs/transformer_decoder.py, mha_extras.py): parameter names in order,
 // outputs and every input's gradient under causal and key padding masks; f64 gradchecks; the
 // layer's wiring, autocast, errors and replication.
 #include <catch2/catch.hpp>
@@ -9,6 +10,7 @@
 #include "minidl.h"
 #include "gradcheck.h"
 #include "sine_operands.h"
+#include "mha_extras_torch_values.h"
 #include "transformer_decoder_torch_values.h"
 
 using namespace minidl;
@@ -178,4 +180,46 @@ TEST_CASE("Transformer: causal mask, defaults, errors, replication", "[nn][atten
   CHECK_THROWS_WITH(nn::TransformerDecoder(nn::TransformerDecoderLayer(small_layer()), 0),
                     Contains("num_layers must be at least 1"));
   CHECK(nn::TransformerDecoder(nn::TransformerDecoderLayer(small_layer()), 2).describe() == "TransformerDecoder(2 layers)");
+}
+
+TEST_CASE("MultiheadAttention with kdim/vdim, add_bias_kv and add_zero_attn matches torch", "[nn][attention]") {
+  const auto& extras = torch_mha_extras_values();
+  auto set = [](nn::Module& m, const std::string& key) {
+    m.to(DType::F64);
+    std::string names;
+    for (const std::string& k : m.named_parameters().keys()) names += (names.empty() ? "" : ",") + k;
+    CHECK(names == torch_mha_extras_names().at(key));
+    NoGradGuard no_grad;
+    int i = 0;
+    for (const Tensor& p : m.parameters()) p.copy_(mul(sine_operand(10 + i++, p.shape()), 0.5));
+  };
+  nn::MultiheadAttention kv(nn::MultiheadAttentionOptions(4, 2).kdim(3).vdim(5).add_bias_kv(true).add_zero_attn(true));
+  set(kv, "kv");
+  std::vector<Tensor> in = sine_leaves({{3, 2, 4}, {5, 2, 3}, {5, 2, 5}});
+  nn::AttentionMasks masks;
+  masks.key_padding_mask = bool_mask({false, false, false, true, false, false, false, false, false, false}, {2, 5});
+  masks.attn_mask = sine_operand(3, {3, 5});
+  AttentionWithWeights r = kv.forward_with_weights(in[0], in[1], in[2], masks);
+  check_printed_values(r.output, extras.at("kv.value"));
+  check_printed_values(r.weights, extras.at("kv.weights"));
+  add(sum(mul(r.output, testing::cosine_weights(r.output.shape()))), sum(mul(r.weights, testing::cosine_weights(r.weights.shape()))))
+      .backward();
+  for (int k = 0; k < 3; ++k) check_printed_values(in[static_cast<size_t>(k)].grad(), extras.at("kv.grad" + std::to_string(k)));
+
+  nn::MultiheadAttention zero(nn::MultiheadAttentionOptions(4, 2).add_zero_attn(true).batch_first(true));
+  set(zero, "zero");
+  Tensor x = sine_operand(0, {2, 3, 4}).requires_grad_();
+  nn::AttentionMasks blocked;
+  blocked.attn_mask = bool_mask({false, true, true, false, false, true, false, false, false}, {3, 3});
+  AttentionWithWeights z = zero.forward_with_weights(x, x, x, blocked);
+  check_printed_values(z.output, extras.at("zero.value"));
+  check_printed_values(z.weights, extras.at("zero.weights"));
+  add(sum(mul(z.output, testing::cosine_weights(z.output.shape()))), sum(mul(z.weights, testing::cosine_weights(z.weights.shape()))))
+      .backward();
+  check_printed_values(x.grad(), extras.at("zero.grad0"));
+  // The causal flag with the extra keys: they stay visible to every query.
+  nn::AttentionMasks causal;
+  causal.is_causal = true;
+  CHECK(testing::max_abs_diff(zero.forward(x, x, x, causal), zero.forward(x, x, x, blocked)) < 1e-15);
+  CHECK_THROWS_WITH(kv.forward(in[0], in[2], in[2]), Contains("expected query, key and value widths 4, 3 and 5"));
 }
