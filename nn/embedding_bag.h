@@ -1,6 +1,6 @@
 // nn::EmbeddingBag (torch.nn.EmbeddingBag): a table of embeddings reduced per bag (sum, mean or
 // max) by embedding_bag (ops/sequence_ops.h); weight N(0, 1) with the padding row zeroed, as
-// PyTorch's. Not supported: max_norm, scale_grad_by_freq and sparse gradients.
+// PyTorch's. Not supported: scale_grad_by_freq and sparse gradients.
 //
 //   nn::EmbeddingBag bag(nn::EmbeddingBagOptions(10000, 64).mode(EmbeddingBagMode::Sum));
 //   Tensor y = bag.forward(tokens, offsets);  // [bags, 64]
@@ -17,11 +17,15 @@ struct EmbeddingBagOptions {
   EmbeddingBagMode mode_ = EmbeddingBagMode::Mean;
   bool include_last_offset_ = false;
   std::optional<int64_t> padding_idx_;  // that row starts at zero and takes no part in any bag
+  std::optional<double> max_norm_;      // rows a forward names are renormalised to this norm first
+  double norm_type_ = 2.0;              // the p of that norm
 
   EmbeddingBagOptions(int64_t num, int64_t dim) : num_embeddings(num), embedding_dim(dim) {}
   EmbeddingBagOptions& mode(EmbeddingBagMode m) { mode_ = m; return *this; }
   EmbeddingBagOptions& include_last_offset(bool b) { include_last_offset_ = b; return *this; }
   EmbeddingBagOptions& padding_idx(int64_t i) { padding_idx_ = i; return *this; }
+  EmbeddingBagOptions& max_norm(double v) { max_norm_ = v; return *this; }
+  EmbeddingBagOptions& norm_type(double v) { norm_type_ = v; return *this; }
 };
 
 class EmbeddingBag : public Layer {

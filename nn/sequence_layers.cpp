@@ -7,6 +7,7 @@
 #include "framework/grad_mode.h"
 #include "nn/conv.h"
 #include "nn/init.h"
+#include "nn/python_repr.h"
 #include "ops/ops.h"
 
 namespace minidl::nn {
@@ -108,12 +109,18 @@ void Embedding::reset_parameters(Generator* gen) { reset_embedding_table(weight,
 
 Tensor Embedding::forward(const Tensor& indices) {
   auto scope = forward_scope();
-  return embedding(indices, weight, options.padding_idx_);
+  return embedding(indices, weight, options.padding_idx_, options.max_norm_, options.norm_type_);
 }
 
 std::string Embedding::describe() const {
   return detail::concat("Embedding(", options.num_embeddings, ", ", options.embedding_dim,
-                        options.padding_idx_ ? ", padding_idx=" + std::to_string(*options.padding_idx_) : "", ")");
+                        options.padding_idx_ ? ", padding_idx=" + std::to_string(*options.padding_idx_) : "",
+                        embedding_norm_repr(options.max_norm_, options.norm_type_), ")");
+}
+
+std::string embedding_norm_repr(std::optional<double> max_norm, double norm_type) {
+  return detail::concat(max_norm ? ", max_norm=" + detail::python_float(*max_norm) : "",
+                        norm_type != 2.0 ? ", norm_type=" + detail::python_float(norm_type) : "");
 }
 
 Conv1d::Conv1d(const Conv1dOptions& o, Generator* gen) : options(o) {

@@ -86,9 +86,13 @@ class RMSNorm : public Layer {
 struct EmbeddingOptions {
   int64_t num_embeddings, embedding_dim;
   std::optional<int64_t> padding_idx_;  // that row starts at zero and receives no gradient
+  std::optional<double> max_norm_;      // rows a forward names are renormalised to this norm first
+  double norm_type_ = 2.0;              // the p of that norm
 
   EmbeddingOptions(int64_t num, int64_t dim) : num_embeddings(num), embedding_dim(dim) {}
   EmbeddingOptions& padding_idx(int64_t i) { padding_idx_ = i; return *this; }
+  EmbeddingOptions& max_norm(double v) { max_norm_ = v; return *this; }
+  EmbeddingOptions& norm_type(double v) { norm_type_ = v; return *this; }
 };
 
 // What Embedding and EmbeddingBag share: padding_idx checked within [-num_embeddings,
@@ -96,6 +100,8 @@ struct EmbeddingOptions {
 // N(0, 1) with the padding row zeroed.
 std::optional<int64_t> checked_padding_idx(const char* module, std::optional<int64_t> padding_idx, int64_t num_embeddings);
 void reset_embedding_table(const Tensor& weight, std::optional<int64_t> padding_idx, Generator* gen);
+// ", max_norm=1.0" and ", norm_type=1.0" where set, as PyTorch's reprs show them.
+std::string embedding_norm_repr(std::optional<double> max_norm, double norm_type);
 
 class Embedding : public Layer {
  public:
@@ -104,7 +110,7 @@ class Embedding : public Layer {
   // N(0, 1) weights (PyTorch's default), the padding row zeroed.
   void reset_parameters(Generator* gen = nullptr);
   Tensor forward(const Tensor& indices) override;  // integer [*] -> [*, embedding_dim]
-  std::string describe() const override;           // "Embedding(1000, 64)"
+  std::string describe() const override;           // PyTorch's repr: "Embedding(1000, 64, max_norm=1.0)"
   std::string type_name() const override { return "Embedding"; }
   ModulePtr clone_structure() const override { return std::make_shared<Embedding>(options); }
   EmbeddingOptions options;

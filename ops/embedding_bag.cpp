@@ -82,6 +82,7 @@ Tensor embedding_bag(const Tensor& indices, const Tensor& weight, const Embeddin
     check_same_device(kOp, weights, weight);
     weights = weights.reshape({-1});
   }
+  if (o.max_norm_) embedding_renorm_(weight, indices, *o.max_norm_, o.norm_type_);
   Tensor starts = bag_starts(indices, o);
   Tensor flat = cast(indices, DType::I64).reshape({-1});
   if (o.include_last_offset_) {

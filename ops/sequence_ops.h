@@ -44,7 +44,12 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
 // indices (i64 or i32, any shape) into the rows of weight [num_embeddings, embedding_dim] ->
 // [*indices.shape, embedding_dim]. padding_idx (negative counts from the end): that row's output is
 // the row itself, but it receives no gradient.
-Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt);
+// max_norm: first embedding_renorm_ (below), as torch.nn.functional.embedding.
+Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt,
+                 std::optional<double> max_norm = std::nullopt, double norm_type = 2.0);
+// torch.embedding_renorm_: in place and without recording a graph, each row of weight that indices
+// name and whose norm_type-norm exceeds max_norm is scaled by max_norm / (norm + 1e-7). Returns weight.
+const Tensor& embedding_renorm_(const Tensor& weight, const Tensor& indices, double max_norm, double norm_type = 2.0);
 
 // ---- embedding bags (ops/embedding_bag.cpp)
 enum class EmbeddingBagMode { Sum, Mean, Max };
@@ -55,12 +60,16 @@ struct EmbeddingBagFuncOptions {
   Tensor per_sample_weights_;          // the input's shape; each row scaled before the sum (mode Sum only)
   bool include_last_offset_ = false;   // offsets has one more entry: the end of the last bag
   std::optional<int64_t> padding_idx_; // rows of this index take no part (not counted in a mean)
+  std::optional<double> max_norm_;     // embedding_renorm_ the rows the input names first
+  double norm_type_ = 2.0;
 
   EmbeddingBagFuncOptions& offsets(Tensor t) { offsets_ = std::move(t); return *this; }
   EmbeddingBagFuncOptions& mode(EmbeddingBagMode m) { mode_ = m; return *this; }
   EmbeddingBagFuncOptions& per_sample_weights(Tensor t) { per_sample_weights_ = std::move(t); return *this; }
   EmbeddingBagFuncOptions& include_last_offset(bool b) { include_last_offset_ = b; return *this; }
   EmbeddingBagFuncOptions& padding_idx(int64_t i) { padding_idx_ = i; return *this; }
+  EmbeddingBagFuncOptions& max_norm(double v) { max_norm_ = v; return *this; }
+  EmbeddingBagFuncOptions& norm_type(double v) { norm_type_ = v; return *this; }
 };
 // indices [B, n] (B bags of n) or [L] with offsets [B] (B + 1 with include_last_offset), into the
 // rows of weight [num_embeddings, dim] -> [B, dim]: each bag's sum, mean or max (an empty bag: zeros).

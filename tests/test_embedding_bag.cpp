@@ -1,7 +1,8 @@
 // embedding_bag and nn::EmbeddingBag against torch 1.13's (tests/torch_refs/embedding_bag.py): sum,
 // mean and max with offsets (an empty bag among them), include_last_offset, padding_idx,
-// per_sample_weights and 2-D inputs, values and gradients; f64 gradchecks; the module's
-// initialisation and repr; errors; autocast; a [cuda] case.
+// per_sample_weights and 2-D inputs, values and gradients; max_norm (embedding and embedding_bag: the
+// output, the renormalised table, its gradient); f64 gradchecks; the modules' initialisation and
+// repr; errors; autocast; a [cuda] case.
 #include <catch2/catch.hpp>
 
 #include "minidl.h"
@@ -159,4 +160,36 @@ TEST_CASE("cuda: embedding_bag agrees with the CPU, values and gradients", "[cud
     for (size_t k = 0; k < cpu.size(); ++k)
       check_close(dev[k].grad().to(Device::cpu()), cpu[k].grad(), 1e-5, 1e-5, "gradient " + std::to_string(k));
   }
+}
+
+TEST_CASE("max_norm renormalises the named rows in place, as torch's embedding_renorm_", "[embedding_bag][embedding]") {
+  const auto& want = torch_embedding_bag_values();
+  const std::vector<std::pair<std::string, std::function<Tensor(const Tensor&)>>> cases{
+      {"renorm_embedding", [](const Tensor& w) { return embedding(kIndices.reshape({2, 4}), w, std::nullopt, 1.0); }},
+      {"renorm_embedding_p1", [](const Tensor& w) { return embedding(kIndices, w, 2, 1.5, 1.0); }},
+      {"renorm_bag", [](const Tensor& w) { return embedding_bag(kIndices, w, bags(Mode::Sum).max_norm(1.2)); }},
+  };
+  for (const auto& [key, f] : cases) {
+    INFO(key);
+    Tensor w = mul(testing::sine_operand(0, {10, 3}), 1.5).requires_grad_();
+    Tensor y = f(w);
+    testing::check_printed_values(y, want.at(key + ".value"));
+    testing::check_printed_values(w, want.at(key + ".table"));
+    sum(mul(y, testing::cosine_weights(y.shape()))).backward();
+    testing::check_printed_values(w.grad(), want.at(key + ".grad0"));
+  }
+  // The modules: reprs as PyTorch's, the same renormalisation.
+  nn::Embedding e(nn::EmbeddingOptions(10, 3).padding_idx(2).max_norm(1.0).norm_type(1.0));
+  CHECK(e.describe() == "Embedding(10, 3, padding_idx=2, max_norm=1.0, norm_type=1.0)");
+  nn::EmbeddingBag b(nn::EmbeddingBagOptions(10, 3).max_norm(2.0).padding_idx(1));
+  CHECK(b.describe() == "EmbeddingBag(10, 3, max_norm=2.0, mode=mean, padding_idx=1)");
+  {
+    NoGradGuard no_grad;
+    e.weight.copy_(mul(testing::sine_operand(0, {10, 3}), 3.0));
+  }
+  e.forward(kIndices);
+  const Tensor row_norms = norm(e.weight.detach(), 1.0, {1});
+  for (int64_t r : {1, 3, 4, 5, 9}) CHECK(row_norms.select(0, r).item() <= 1.0 + 1e-6);
+  CHECK(row_norms.select(0, 0).item() > 1.0);  // not named: untouched
+  CHECK_THROWS_WITH(embedding_renorm_(e.weight, i64s({10}), 1.0), Contains("embedding_renorm_: an index is out of range"));
 }
