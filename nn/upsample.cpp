@@ -21,8 +21,10 @@ std::string value_or_tuple(const std::vector<T>& v, Format format) {
 
 Upsample::Upsample(const InterpolateOptions& o) : options(o) {
   MINIDL_CHECK(o.size_.empty() != o.scale_factor_.empty(), "Upsample", "give exactly one of size and scale_factor");
-  MINIDL_CHECK(!o.align_corners_ || o.mode_ == InterpolateMode::Linear || o.mode_ == InterpolateMode::Bilinear, "Upsample",
-               "align_corners option can only be set with the interpolating modes: linear | bilinear");
+  const InterpolateMode m = o.mode_;
+  MINIDL_CHECK(!o.align_corners_ || m == InterpolateMode::Linear || m == InterpolateMode::Bilinear ||
+                   m == InterpolateMode::Trilinear || m == InterpolateMode::Bicubic,
+               "Upsample", "align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear");
 }
 
 Tensor Upsample::forward(const Tensor& input) {

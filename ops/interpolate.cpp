@@ -1,8 +1,10 @@
-// interpolate (torch.nn.functional.interpolate): nearest, nearest-exact, linear, bilinear and area
-// resampling. Each spatial dim is resampled on its own, last dim first: nearest modes pick one
-// source row per output row (index_select), linear modes blend two (w0 * x[i0] + w1 * x[i1]), which
-// for bilinear gives PyTorch's h0 (w0 x00 + w1 x01) + h1 (w0 x10 + w1 x11) term for term. The source
-// positions follow PyTorch's kernels (UpSample.h): nearest in float, linear in the compute type.
+// interpolate (torch.nn.functional.interpolate): nearest, nearest-exact, linear, bilinear,
+// trilinear, bicubic and area resampling. Each spatial dim is resampled on its own, last dim first:
+// nearest modes pick one source row per output row (index_select), linear modes blend two
+// (w0 * x[i0] + w1 * x[i1]), which for bilinear gives PyTorch's h0 (w0 x00 + w1 x01) + h1 (w0 x10 +
+// w1 x11) term for term (trilinear likewise), and bicubic blends four with the cubic convolution
+// weights (A = -0.75), each row first and then the rows, as PyTorch's kernel. The source positions
+// follow PyTorch's kernels (UpSample.h): nearest in float, linear and cubic in the compute type.
 // Autocast policy: None (PyTorch's upsample ops are on no list).
 #include <cmath>
 
@@ -13,10 +15,15 @@ namespace minidl {
 using namespace ops_detail;
 
 namespace {
-constexpr InterpolateMode kModes[] = {InterpolateMode::Nearest, InterpolateMode::NearestExact, InterpolateMode::Linear,
-                                      InterpolateMode::Bilinear, InterpolateMode::Area};
+constexpr InterpolateMode kModes[] = {InterpolateMode::Nearest,  InterpolateMode::NearestExact, InterpolateMode::Linear,
+                                      InterpolateMode::Bilinear, InterpolateMode::Trilinear,    InterpolateMode::Bicubic,
+                                      InterpolateMode::Area};
 
-bool is_linear(InterpolateMode m) { return m == InterpolateMode::Linear || m == InterpolateMode::Bilinear; }
+bool is_linear(InterpolateMode m) {
+  return m == InterpolateMode::Linear || m == InterpolateMode::Bilinear || m == InterpolateMode::Trilinear;
+}
+// The modes that take align_corners and compute in f32 for f16/bf16.
+bool is_interpolating(InterpolateMode m) { return is_linear(m) || m == InterpolateMode::Bicubic; }
 
 // One value per spatial dim from a list of one (every dim) or `spatial` values.
 template <class T>
@@ -70,6 +77,36 @@ LinearTaps linear_taps(int64_t in, int64_t out, bool align_corners, std::optiona
   return t;
 }
 
+// The four source rows (clamped to the input) and weights of each output row for bicubic, as
+// PyTorch's upsample_bicubic2d: source x = scale * (i + 0.5) - 0.5 (not clamped), or scale * i with
+// align_corners; rows floor(x) - 1 .. floor(x) + 2; weights of the cubic convolution with A = -0.75
+// at t = x - floor(x).
+struct CubicTaps {
+  std::vector<int64_t> rows[4];
+  std::vector<double> w[4];
+};
+template <class Acc>
+CubicTaps cubic_taps(int64_t in, int64_t out, bool align_corners, std::optional<double> factor) {
+  const Acc A = Acc(-0.75);
+  auto near = [A](Acc x) { return ((A + 2) * x - (A + 3)) * x * x + 1; };      // |x| <= 1
+  auto far = [A](Acc x) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; };  // 1 < |x| < 2
+  const Acc scale = align_corners ? (out > 1 ? static_cast<Acc>(in - 1) / static_cast<Acc>(out - 1) : Acc(0))
+                                  : source_scale<Acc>(factor, in, out);
+  CubicTaps c;
+  for (int64_t i = 0; i < out; ++i) {
+    const Acc real = align_corners ? scale * static_cast<Acc>(i) : scale * (static_cast<Acc>(i) + Acc(0.5)) - Acc(0.5);
+    const Acc floor_real = std::floor(real);
+    const auto base = static_cast<int64_t>(floor_real);
+    const Acc t = real - floor_real;
+    const Acc w[4] = {far(t + 1), near(t), near(1 - t), far(2 - t)};
+    for (int k = 0; k < 4; ++k) {
+      c.rows[k].push_back(std::min(std::max(base - 1 + k, int64_t{0}), in - 1));
+      c.w[k].push_back(static_cast<double>(w[k]));
+    }
+  }
+  return c;
+}
+
 Tensor rows_tensor(const std::vector<int64_t>& rows, const Tensor& like) {
   return from_vector<int64_t>(rows, {static_cast<int64_t>(rows.size())}, TensorOptions(DType::I64).device(like.device()));
 }
@@ -88,6 +125,8 @@ const char* interpolate_mode_name(InterpolateMode m) {
     case InterpolateMode::NearestExact: return "nearest-exact";
     case InterpolateMode::Linear: return "linear";
     case InterpolateMode::Bilinear: return "bilinear";
+    case InterpolateMode::Trilinear: return "trilinear";
+    case InterpolateMode::Bicubic: return "bicubic";
     case InterpolateMode::Area: return "area";
   }
   return "?";
@@ -96,7 +135,8 @@ const char* interpolate_mode_name(InterpolateMode m) {
 InterpolateMode interpolate_mode_from_string(const std::string& name) {
   for (InterpolateMode m : kModes)
     if (name == interpolate_mode_name(m)) return m;
-  MINIDL_FAIL("interpolate", "unsupported mode '", name, "' (expected nearest, nearest-exact, linear, bilinear or area)");
+  MINIDL_FAIL("interpolate", "unsupported mode '", name,
+              "' (expected nearest, nearest-exact, linear, bilinear, trilinear, bicubic or area)");
 }
 
 Tensor interpolate(const Tensor& x, const InterpolateOptions& o) {
@@ -106,9 +146,12 @@ Tensor interpolate(const Tensor& x, const InterpolateOptions& o) {
   const InterpolateMode mode = o.mode_;
   MINIDL_CHECK(!o.size_.empty() || !o.scale_factor_.empty(), op, "either size or scale_factor should be defined");
   MINIDL_CHECK(o.size_.empty() || o.scale_factor_.empty(), op, "only one of size or scale_factor should be defined");
-  MINIDL_CHECK(!o.align_corners_ || is_linear(mode), op,
-               "align_corners option can only be set with the interpolating modes: linear | bilinear");
-  const int64_t want_dims = mode == InterpolateMode::Linear ? 3 : mode == InterpolateMode::Bilinear ? 4 : 0;
+  MINIDL_CHECK(!o.align_corners_ || is_interpolating(mode), op,
+               "align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear");
+  const int64_t want_dims = mode == InterpolateMode::Linear                                       ? 3
+                            : mode == InterpolateMode::Bilinear || mode == InterpolateMode::Bicubic ? 4
+                            : mode == InterpolateMode::Trilinear                                    ? 5
+                                                                                                    : 0;
   if (want_dims)
     MINIDL_CHECK(x.dim() == want_dims, op, "Got ", x.dim(), "D input, but ", interpolate_mode_name(mode), " mode needs ",
                  want_dims, "D input");
@@ -137,10 +180,25 @@ Tensor interpolate(const Tensor& x, const InterpolateOptions& o) {
     return adaptive_avg_pool2d(x.unsqueeze(2), {1, out_sizes[0]}).squeeze(2);
   }
   const bool low = x.dtype() == DType::F16 || x.dtype() == DType::BF16;
-  Tensor y = is_linear(mode) && low ? cast(x, DType::F32) : x;
+  Tensor y = is_interpolating(mode) && low ? cast(x, DType::F32) : x;
+  const bool same_size = in_sizes == out_sizes;
   for (int64_t d = static_cast<int64_t>(spatial) - 1; d >= 0; --d) {
     const int64_t dim = 2 + d, in = in_sizes[d], out = out_sizes[d];
-    if (in == out) continue;  // PyTorch copies a dim whose size does not change
+    // PyTorch copies a dim whose size does not change (bicubic only when no dim changes: its kernel
+    // blends every dim then).
+    if (in == out && (mode != InterpolateMode::Bicubic || same_size)) continue;
+    if (mode == InterpolateMode::Bicubic) {
+      const bool align = o.align_corners_.value_or(false);
+      const CubicTaps c = y.dtype() == DType::F64 ? cubic_taps<double>(in, out, align, factors[d])
+                                                  : cubic_taps<float>(in, out, align, factors[d]);
+      Tensor sum_of_taps;
+      for (int k = 0; k < 4; ++k) {
+        Tensor term = mul(index_select(y, dim, rows_tensor(c.rows[k], y)), weights_along(c.w[k], y, dim));
+        sum_of_taps = k == 0 ? term : add(sum_of_taps, term);
+      }
+      y = sum_of_taps;
+      continue;
+    }
     if (!is_linear(mode)) {
       y = index_select(y, dim, rows_tensor(nearest_rows(mode == InterpolateMode::NearestExact, in, out, factors[d]), y));
       continue;

@@ -189,14 +189,15 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode = Pad
 PadMode pad_mode_from_string(const std::string& name);  // "constant", "reflect", "replicate", "circular"
 
 // ---- resampling (ops/interpolate.cpp), torch.nn.functional.interpolate
-// Nearest and NearestExact: [N, C, *] with 1 to 3 spatial dims; Linear: [N, C, L]; Bilinear:
-// [N, C, H, W]; Area (adaptive average pooling): [N, C, L] or [N, C, H, W]. Give the output's
+// Nearest and NearestExact: [N, C, *] with 1 to 3 spatial dims; Linear: [N, C, L]; Bilinear and
+// Bicubic: [N, C, H, W]; Trilinear: [N, C, D, H, W]; Area (adaptive average pooling): [N, C, L] or
+// [N, C, H, W]. Give the output's
 // spatial size or a scale factor per spatial dim (one value stands for every dim); the output size
 // is then floor(in * factor), and unless recompute_scale_factor the source positions use 1 / factor,
-// as PyTorch's. align_corners (linear modes only) defaults to false. Linear modes of f16/bf16
+// as PyTorch's. align_corners (linear and cubic modes only) defaults to false. Those modes of f16/bf16
 // compute in f32 and round once. A composite of index_select, mul and add (area: pooling), so every
 // gradient, second order included, comes from those ops. Autocast: on no list, as in PyTorch.
-enum class InterpolateMode { Nearest, NearestExact, Linear, Bilinear, Area };
+enum class InterpolateMode { Nearest, NearestExact, Linear, Bilinear, Trilinear, Bicubic, Area };
 struct InterpolateOptions {
   std::vector<int64_t> size_;
   std::vector<double> scale_factor_;
@@ -211,7 +212,7 @@ struct InterpolateOptions {
   InterpolateOptions& recompute_scale_factor(bool r) { recompute_scale_factor_ = r; return *this; }
 };
 Tensor interpolate(const Tensor& x, const InterpolateOptions& options);
-// "nearest", "nearest-exact", "linear", "bilinear", "area"
+// "nearest", "nearest-exact", "linear", "bilinear", "trilinear", "bicubic", "area"
 InterpolateMode interpolate_mode_from_string(const std::string& name);
 const char* interpolate_mode_name(InterpolateMode mode);
 
