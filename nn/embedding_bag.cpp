@@ -8,9 +8,7 @@
 namespace minidl::nn {
 
 EmbeddingBag::EmbeddingBag(const EmbeddingBagOptions& o, Generator* gen) : options(o) {
-  MINIDL_CHECK(o.num_embeddings > 0 && o.embedding_dim > 0, "EmbeddingBag", "sizes must be positive, got ",
-               o.num_embeddings, " x ", o.embedding_dim);
-  options.padding_idx_ = checked_padding_idx("EmbeddingBag", o.padding_idx_, o.num_embeddings);
+  options.padding_idx_ = checked_padding_idx("EmbeddingBag", o.padding_idx_, o.num_embeddings, o.embedding_dim);
   weight = register_parameter("weight", empty({o.num_embeddings, o.embedding_dim}));
   reset_parameters(gen);
 }

@@ -82,7 +82,10 @@ std::string RMSNorm::describe() const {
                         options.eps_ ? ", eps=" + std::to_string(*options.eps_) : "", affine_str(options.elementwise_affine_));
 }
 
-std::optional<int64_t> checked_padding_idx(const char* module, std::optional<int64_t> padding_idx, int64_t num_embeddings) {
+std::optional<int64_t> checked_padding_idx(const char* module, std::optional<int64_t> padding_idx, int64_t num_embeddings,
+                                           int64_t embedding_dim) {
+  MINIDL_CHECK(num_embeddings > 0 && embedding_dim > 0, module, "sizes must be positive, got ", num_embeddings, " x ",
+               embedding_dim);
   if (!padding_idx) return padding_idx;
   MINIDL_CHECK(*padding_idx >= -num_embeddings && *padding_idx < num_embeddings, module,
                "padding_idx must be within num_embeddings, got ", *padding_idx);
@@ -98,9 +101,7 @@ void reset_embedding_table(const Tensor& weight, std::optional<int64_t> padding_
 }
 
 Embedding::Embedding(const EmbeddingOptions& o, Generator* gen) : options(o) {
-  MINIDL_CHECK(o.num_embeddings > 0 && o.embedding_dim > 0, "Embedding", "sizes must be positive, got ",
-               o.num_embeddings, " x ", o.embedding_dim);
-  options.padding_idx_ = checked_padding_idx("Embedding", o.padding_idx_, o.num_embeddings);
+  options.padding_idx_ = checked_padding_idx("Embedding", o.padding_idx_, o.num_embeddings, o.embedding_dim);
   weight = register_parameter("weight", empty({o.num_embeddings, o.embedding_dim}));
   reset_parameters(gen);
 }
@@ -123,11 +124,16 @@ std::string embedding_norm_repr(std::optional<double> max_norm, double norm_type
                         norm_type != 2.0 ? ", norm_type=" + detail::python_float(norm_type) : "");
 }
 
+namespace {
+// What Conv1d and ConvTranspose1d check of their sizes.
+void check_conv1d_layer(const char* layer, int64_t in, int64_t out, int64_t kernel, int64_t groups) {
+  MINIDL_CHECK(in > 0 && out > 0 && kernel > 0 && groups > 0 && in % groups == 0 && out % groups == 0, layer, "channels ",
+               in, " -> ", out, " and kernel ", kernel, " must be positive, the channels divisible by groups ", groups);
+}
+}  // namespace
+
 Conv1d::Conv1d(const Conv1dOptions& o, Generator* gen) : options(o) {
-  MINIDL_CHECK(o.in_channels > 0 && o.out_channels > 0 && o.kernel_size > 0 && o.groups_ > 0 &&
-                   o.in_channels % o.groups_ == 0 && o.out_channels % o.groups_ == 0,
-               "Conv1d", "channels ", o.in_channels, " -> ", o.out_channels, " and kernel ", o.kernel_size,
-               " must be positive, the channels divisible by groups ", o.groups_);
+  check_conv1d_layer("Conv1d", o.in_channels, o.out_channels, o.kernel_size, o.groups_);
   MINIDL_CHECK(!o.same_ || o.stride_ == 1, "Conv1d", "padding='same' is not supported for strided convolutions (got stride ",
                o.stride_, ")");
   weight = register_parameter("weight", empty({o.out_channels, o.in_channels / o.groups_, o.kernel_size}));
@@ -153,10 +159,7 @@ std::string Conv1d::describe() const {
 }
 
 ConvTranspose1d::ConvTranspose1d(const ConvTranspose1dOptions& o, Generator* gen) : options(o) {
-  MINIDL_CHECK(o.in_channels > 0 && o.out_channels > 0 && o.kernel_size > 0 && o.groups_ > 0 &&
-                   o.in_channels % o.groups_ == 0 && o.out_channels % o.groups_ == 0,
-               "ConvTranspose1d", "channels ", o.in_channels, " -> ", o.out_channels, " and kernel ", o.kernel_size,
-               " must be positive, the channels divisible by groups ", o.groups_);
+  check_conv1d_layer("ConvTranspose1d", o.in_channels, o.out_channels, o.kernel_size, o.groups_);
   weight = register_parameter("weight", empty({o.in_channels, o.out_channels / o.groups_, o.kernel_size}));
   if (o.bias_) bias = register_parameter("bias", empty({o.out_channels}));
   reset_parameters(gen);

@@ -98,7 +98,9 @@ struct EmbeddingOptions {
 // What Embedding and EmbeddingBag share: padding_idx checked within [-num_embeddings,
 // num_embeddings) and made non-negative (errors name `module`); the table's PyTorch initialisation,
 // N(0, 1) with the padding row zeroed.
-std::optional<int64_t> checked_padding_idx(const char* module, std::optional<int64_t> padding_idx, int64_t num_embeddings);
+// Also checks that both sizes are positive.
+std::optional<int64_t> checked_padding_idx(const char* module, std::optional<int64_t> padding_idx, int64_t num_embeddings,
+                                           int64_t embedding_dim);
 void reset_embedding_table(const Tensor& weight, std::optional<int64_t> padding_idx, Generator* gen);
 // ", max_norm=1.0" and ", norm_type=1.0" where set, as PyTorch's reprs show them.
 std::string embedding_norm_repr(std::optional<double> max_norm, double norm_type);

@@ -8,17 +8,10 @@
 # sum(output * cosine weights) + sum(weights * cosine weights) with respect to every input.
 # Run with the benchmark baseline's torch: /usr/bin/python3 tests/torch_refs/mha_extras.py > tests/mha_extras_torch_values.h
 import torch
-from sine_operands import cosine_weights, operand, print_header, print_map, vals
+from sine_operands import cosine_weights, operand, print_header, print_map, set_sine_parameters, vals
 
 torch.set_default_dtype(torch.float64)
 entries, names = [], []
-
-
-def set_parameters(module):
-    with torch.no_grad():
-        for i, (_, p) in enumerate(module.named_parameters()):
-            p.copy_(0.5 * operand(10 + i, p.shape))
-    return '"' + ",".join(n for n, _ in module.named_parameters()) + '"'
 
 
 def weighted(t):
@@ -26,7 +19,7 @@ def weighted(t):
 
 
 mha = torch.nn.MultiheadAttention(4, 2, kdim=3, vdim=5, add_bias_kv=True, add_zero_attn=True)
-names.append(("kv", set_parameters(mha)))
+names.append(("kv", set_sine_parameters(mha)))
 q, k, v = operand(0, (3, 2, 4)).requires_grad_(), operand(1, (5, 2, 3)).requires_grad_(), operand(2, (5, 2, 5)).requires_grad_()
 padding = torch.tensor([[False, False, False, True, False], [False, False, False, False, False]])
 out, w = mha(q, k, v, key_padding_mask=padding, attn_mask=operand(3, (3, 5)))
@@ -34,7 +27,7 @@ grads = torch.autograd.grad(weighted(out) + weighted(w), [q, k, v])
 entries += [("kv.value", vals(out)), ("kv.weights", vals(w))] + [(f"kv.grad{i}", vals(g)) for i, g in enumerate(grads)]
 
 mha = torch.nn.MultiheadAttention(4, 2, add_zero_attn=True, batch_first=True)
-names.append(("zero", set_parameters(mha)))
+names.append(("zero", set_sine_parameters(mha)))
 x = operand(0, (2, 3, 4)).requires_grad_()
 blocked = torch.tensor([[False, True, True], [False, False, True], [False, False, False]])
 out, w = mha(x, x, x, attn_mask=blocked)

@@ -7,7 +7,7 @@
 # Run with the benchmark baseline's torch: /usr/bin/python3 tests/torch_refs/packed_sequence.py > tests/packed_sequence_torch_values.h
 import torch
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence, pad_sequence
-from sine_operands import cosine_weights, operand, print_header, print_map, vals
+from sine_operands import cosine_weights, operand, print_header, print_map, set_sine_parameters, vals
 
 torch.set_default_dtype(torch.float64)
 entries = []
@@ -26,9 +26,7 @@ padded, lengths = pad_packed_sequence(packed, padding_value=-1.0, total_length=5
 entries += [("pad.value", vals(padded)), ("pad.lengths", vals(lengths.double()))]
 
 lstm = torch.nn.LSTM(2, 3, num_layers=2, bidirectional=True)
-with torch.no_grad():
-    for i, (_, p) in enumerate(lstm.named_parameters()):
-        p.copy_(0.5 * operand(10 + i, p.shape))
+set_sine_parameters(lstm)
 h0 = operand(1, (4, 3, 3)).requires_grad_()
 c0 = operand(2, (4, 3, 3))
 out, (h_n, c_n) = lstm(packed, (h0, c0))
@@ -38,9 +36,7 @@ entries += [("lstm.output", vals(out_padded)), ("lstm.h_n", vals(h_n)), ("lstm.c
             ("lstm.packed_data", vals(out.data)), ("lstm.grad_input", vals(gx)), ("lstm.grad_h0", vals(gh))]
 
 gru = torch.nn.GRU(2, 3, batch_first=True)
-with torch.no_grad():
-    for i, (_, p) in enumerate(gru.named_parameters()):
-        p.copy_(0.5 * operand(10 + i, p.shape))
+set_sine_parameters(gru)
 xb = operand(3, (3, 4, 2)).requires_grad_()
 out, h_n = gru(pack_padded_sequence(xb, [4, 2, 1], batch_first=True))
 out_padded, _ = pad_packed_sequence(out, batch_first=True)

@@ -51,3 +51,12 @@ def case_entries(cases, with_shape=False):
             entries.append((f"{name}.shape", vals(torch.tensor(list(y.shape), dtype=torch.float64))))
         entries += [(f"{name}.grad{k}", vals(g)) for k, g in enumerate(gs)]
     return entries
+
+
+def set_sine_parameters(module):
+    """Sets each parameter i of module (named_parameters order) to 0.5 * operand(10 + i) and returns
+    the parameter names as a C++ string literal, comma-separated."""
+    with torch.no_grad():
+        for i, (_, p) in enumerate(module.named_parameters()):
+            p.copy_(0.5 * operand(10 + i, p.shape))
+    return '"' + ",".join(n for n, _ in module.named_parameters()) + '"'

@@ -13,17 +13,10 @@
 # the outputs, the gradients of sum(y * cosine weights) with respect to each input, parameter names.
 # Run with the benchmark baseline's torch: /usr/bin/python3 tests/torch_refs/transformer_decoder.py > tests/transformer_decoder_torch_values.h
 import torch
-from sine_operands import cosine_weights, operand, print_header, print_map, vals
+from sine_operands import cosine_weights, operand, print_header, print_map, set_sine_parameters, vals
 
 torch.set_default_dtype(torch.float64)
 entries, names = [], []
-
-
-def set_parameters(module):
-    with torch.no_grad():
-        for i, (_, p) in enumerate(module.named_parameters()):
-            p.copy_(0.5 * operand(10 + i, p.shape))
-    return '"' + ",".join(n for n, _ in module.named_parameters()) + '"'
 
 
 def outputs(key, y, inputs):
@@ -35,7 +28,7 @@ for key, norm_first, layers, final_norm, activation in [("post2", False, 2, True
     layer = torch.nn.TransformerDecoderLayer(4, 2, dim_feedforward=8, dropout=0.0, batch_first=True, norm_first=norm_first,
                                              activation=activation)
     dec = torch.nn.TransformerDecoder(layer, layers, norm=torch.nn.LayerNorm(4) if final_norm else None)
-    names.append((key, set_parameters(dec)))
+    names.append((key, set_sine_parameters(dec)))
     tgt = operand(0, (2, 3, 4)).requires_grad_()
     memory = operand(1, (2, 5, 4)).requires_grad_()
     memory_padding = torch.tensor([[False, False, False, True, True], [False, False, False, False, False]])
@@ -44,7 +37,7 @@ for key, norm_first, layers, final_norm, activation in [("post2", False, 2, True
     entries += outputs(key, y, [tgt, memory])
 
 model = torch.nn.Transformer(d_model=4, nhead=2, num_encoder_layers=1, num_decoder_layers=2, dim_feedforward=8, dropout=0.0)
-names.append(("seq2seq", set_parameters(model)))
+names.append(("seq2seq", set_sine_parameters(model)))
 src = operand(0, (5, 2, 4)).requires_grad_()
 tgt = operand(1, (3, 2, 4)).requires_grad_()
 src_padding = torch.tensor([[False, False, False, False, True], [False, False, False, False, False]])
@@ -53,7 +46,7 @@ y = model(src, tgt, tgt_mask=model.generate_square_subsequent_mask(3), src_key_p
 entries += outputs("seq2seq", y, [src, tgt])
 
 mha = torch.nn.MultiheadAttention(4, 2)
-names.append(("mha", set_parameters(mha)))
+names.append(("mha", set_sine_parameters(mha)))
 key_padding = torch.tensor([[False, True, False, False, False], [False, False, False, False, True]])
 for key, average in [("avg", True), ("heads", False)]:
     q = operand(0, (3, 2, 4)).requires_grad_()

@@ -6,7 +6,7 @@
 # parameter names in order.
 # Run with the benchmark baseline's torch: /usr/bin/python3 tests/torch_refs/transformer_encoder.py > tests/transformer_encoder_torch_values.h
 import torch
-from sine_operands import cosine_weights, operand, print_header, print_map, vals
+from sine_operands import cosine_weights, operand, print_header, print_map, set_sine_parameters, vals
 
 torch.set_default_dtype(torch.float64)
 entries, names = [], []
@@ -14,15 +14,12 @@ for key, norm_first, layers, final_norm in [("post2", False, 2, True), ("pre3", 
     layer = torch.nn.TransformerEncoderLayer(4, 2, dim_feedforward=8, dropout=0.0, batch_first=True, norm_first=norm_first)
     enc = torch.nn.TransformerEncoder(layer, layers, norm=torch.nn.LayerNorm(4) if final_norm else None,
                                       enable_nested_tensor=False)
-    with torch.no_grad():
-        for i, (n, p) in enumerate(enc.named_parameters()):
-            p.copy_(0.5 * operand(10 + i, p.shape))
+    names.append((key, set_sine_parameters(enc)))
     x = operand(0, (2, 3, 4)).requires_grad_()
     padding = torch.tensor([[False, False, True], [False, False, False]])
     y = enc(x, src_key_padding_mask=padding)
     (g,) = torch.autograd.grad((y * cosine_weights(y.shape)).sum(), [x])
     entries += [(f"{key}.value", vals(y)), (f"{key}.grad0", vals(g))]
-    names.append((key, '"' + ",".join(n for n, _ in enc.named_parameters()) + '"'))
 print_header("transformer_encoder.py")
 print_map("key.value, key.grad0 (of the input).", "torch_transformer_encoder_values", "std::vector<double>", entries)
 print_map("Each encoder's parameter names, in order, comma-separated.", "torch_transformer_encoder_names", "std::string", names)
