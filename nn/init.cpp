@@ -127,6 +127,20 @@ const Tensor& eye_(const Tensor& tensor) {
   return tensor;
 }
 
+const Tensor& sparse_(const Tensor& tensor, double sparsity, double std, Generator* gen) {
+  MINIDL_CHECK(tensor.dim() == 2, "sparse_", "Only tensors with 2 dimensions are supported, got ", tensor.meta_str());
+  MINIDL_CHECK(sparsity >= 0 && sparsity <= 1, "sparse_", "sparsity must be in [0, 1], got ", sparsity);
+  normal_(tensor, 0.0, std, gen);
+  NoGradGuard ng;
+  const int64_t rows = tensor.size(0), zeros_per_column = static_cast<int64_t>(std::ceil(sparsity * static_cast<double>(rows)));
+  // Each column's rank of a uniform draw is a random permutation of its rows: the lowest ranks go.
+  const Tensor draws = rand(tensor.shape(), TensorOptions(DType::F64).device(tensor.device()), gen);
+  const Tensor ranks = argsort(argsort(draws, 0), 0);
+  const Tensor kept = ge(ranks, static_cast<double>(zeros_per_column));
+  tensor.detach().copy_(where(kept, tensor.detach(), zeros({}, TensorOptions(tensor.dtype()).device(tensor.device()))));
+  return tensor;
+}
+
 const Tensor& dirac_(const Tensor& tensor, int64_t groups) {
   MINIDL_CHECK(tensor.dim() >= 3 && tensor.dim() <= 5, "dirac_", "Only tensors with 3, 4, or 5 dimensions are supported, "
                "got ", tensor.meta_str());

@@ -55,4 +55,8 @@ const Tensor& dirac_(const Tensor& tensor, int64_t groups = 1);
 // QR), so a seeded generator gives other values than PyTorch's, from the same distribution.
 const Tensor& orthogonal_(const Tensor& tensor, double gain = 1.0, Generator* gen = nullptr);
 
+// torch.nn.init.sparse_: a 2-D tensor drawn from N(0, std^2), then in every column ceil(sparsity *
+// rows) entries at random rows set to zero (the rows of each column a random permutation's first).
+const Tensor& sparse_(const Tensor& tensor, double sparsity, double std = 0.01, Generator* gen = nullptr);
+
 }  // namespace minidl::nn::init

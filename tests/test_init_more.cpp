@@ -1,6 +1,7 @@
-// trunc_normal_, eye_, dirac_ and orthogonal_ (nn/init.h): trunc_normal_ against PyTorch's formula on
-// the same uniform draws and against the truncated normal's moments, dirac_ weights passing a
-// convolution's input through, orthogonal_ giving orthonormal rows or columns, and the errors.
+// trunc_normal_, eye_, dirac_, orthogonal_ and sparse_ (nn/init.h): trunc_normal_ against PyTorch's
+// formula on the same uniform draws and against the truncated normal's moments, dirac_ weights
+// passing a convolution's input through, orthogonal_ giving orthonormal rows or columns, sparse_'s
+// zeros per column and spread, and the errors.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -96,4 +97,32 @@ TEST_CASE("the new initialisers refuse what PyTorch's refuse", "[nn][init]") {
   CHECK_THROWS_WITH(nn::init::orthogonal_(empty({4})), Contains("orthogonal_") && Contains("2 or more dimensions"));
   CHECK_THROWS_WITH(nn::init::trunc_normal_(empty({4}), 0.0, 1.0, 2.0, -2.0), Contains("trunc_normal_") && Contains("a < b"));
   CHECK_THROWS_WITH(nn::init::trunc_normal_(empty({4}, DType::I64)), Contains("floating point"));
+}
+
+TEST_CASE("sparse_: ceil(sparsity * rows) zeros in every column, the rest N(0, std^2)", "[nn][init]") {
+  Generator gen(9);
+  Tensor w = empty({200, 50});
+  nn::init::sparse_(w, 0.1, 0.5, &gen);
+  const std::vector<float> v = w.to_vector<float>();
+  double sum_sq = 0;
+  int64_t kept = 0;
+  for (int64_t c = 0; c < 50; ++c) {
+    int64_t zeros_here = 0;
+    for (int64_t r = 0; r < 200; ++r) {
+      const float x = v[static_cast<size_t>(r * 50 + c)];
+      if (x == 0.0f) ++zeros_here;
+      else sum_sq += static_cast<double>(x) * x, ++kept;
+    }
+    CHECK(zeros_here == 20);
+  }
+  // The sample standard deviation of 9000 normal draws: within 5% of 0.5 (its own spread is ~0.75%).
+  CHECK(std::sqrt(sum_sq / static_cast<double>(kept)) == Approx(0.5).epsilon(0.05));
+  // The zeros fall on different rows in different columns, and a generator's seed repeats them.
+  Generator again(9);
+  Tensor w2 = empty({200, 50});
+  nn::init::sparse_(w2, 0.1, 0.5, &again);
+  CHECK(testing::max_abs_diff(w, w2) == 0.0);
+  CHECK(testing::max_abs_diff(eq(w.select(1, 0), 0.0).to(DType::F32), eq(w.select(1, 1), 0.0).to(DType::F32)) > 0.0);
+  CHECK_THROWS_WITH(nn::init::sparse_(empty({3, 4, 5}), 0.1), Contains("sparse_: Only tensors with 2 dimensions are supported"));
+  CHECK_THROWS_WITH(nn::init::sparse_(empty({3, 4}), 1.5), Contains("sparsity must be in [0, 1]"));
 }
