@@ -211,10 +211,12 @@ Tensor ctc_loss_impl(const Tensor& log_probs_arg, const Tensor& targets_arg, con
     nll = neg(where(no_frames, empty_ll, ll));
   }
   Tensor loss = zero_infinity ? where(isinf(nll), zeros({}, TensorOptions(nll.dtype()).device(nll.device())), nll) : nll;
+  // The backward keeps detached handles only: `loss` may be `nll` itself, and a handle to the
+  // node's own output inside the node would keep the graph alive forever.
   CtcProblem saved = p;
   saved.lp = p.lp.detach();
   autograd::record("CtcLossBackward", {p.lp}, {loss}, {},
-                   [saved, lpe, alpha, nll, zero_infinity](const TensorList& g, const TensorList&) {
+                   [saved, lpe, alpha, nll = nll.detach(), zero_infinity](const TensorList& g, const TensorList&) {
                      if (saved.T == 0) return TensorList{zeros_like(saved.lp)};
                      return TensorList{ctc_gradient(saved, lpe, alpha, nll, g[0], zero_infinity)};
                    });
