@@ -73,13 +73,18 @@ RecurrentResult RecurrentBase::run(const Tensor& input, const Tensor& h0, const 
                input.dim(), "-D tensor");
   MINIDL_CHECK(input.size(-1) == input_size, name_, "input.size(-1) must be equal to input_size. Expected ",
                input_size, ", got ", input.size(-1));
+  RecurrentOptions o = sequence_options();
+  o.batch_first = batch_first;
+  return recurrent(mode_, input, h0, c0, all_weights(), o);
+}
+
+RecurrentOptions RecurrentBase::sequence_options() const {
   RecurrentOptions o;
   o.num_layers = num_layers;
   o.dropout = dropout;
   o.training = is_training();
   o.bidirectional = bidirectional;
-  o.batch_first = batch_first;
-  return recurrent(mode_, input, h0, c0, all_weights(), o);
+  return o;
 }
 
 PackedRecurrentResult RecurrentBase::run_packed(const utils::rnn::PackedSequence& input, const Tensor& h0, const Tensor& c0) {
@@ -90,11 +95,7 @@ PackedRecurrentResult RecurrentBase::run_packed(const utils::rnn::PackedSequence
                ", got ", input.data.size(1));
   // Padded time major in the original order, each element running its own length.
   const utils::rnn::PaddedSequence padded = utils::rnn::pad_packed_sequence(input);
-  RecurrentOptions o;
-  o.num_layers = num_layers;
-  o.dropout = dropout;
-  o.training = is_training();
-  o.bidirectional = bidirectional;
+  RecurrentOptions o = sequence_options();  // time major: packed data has no batch_first layout
   o.lengths = padded.lengths.to_vector<int64_t>();
   RecurrentResult r = recurrent(mode_, padded.padded, h0, c0, all_weights(), o);
   return {utils::rnn::pack_in_order(r.output, o.lengths, input.sorted_indices), r.h_n, r.c_n};

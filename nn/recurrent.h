@@ -83,6 +83,7 @@ class RecurrentBase : public Module {
   PackedRecurrentResult run_packed(const utils::rnn::PackedSequence& input, const Tensor& h0, const Tensor& c0);
 
  private:
+  RecurrentOptions sequence_options() const;  // the layer's options for recurrent(), time major
   RecurrentMode mode_;
   const char* name_;
 };

@@ -113,13 +113,14 @@ Tensor embedding_bag(const Tensor& indices, const Tensor& weight, const Embeddin
   Tensor picked = index_select(weight, 0, flat);  // [length, dim]
   if (weights.defined()) picked = mul(picked, weights.unsqueeze(1));
   Tensor kept_rows = kept.unsqueeze(1);
-  Tensor counts = scatter_add(zeros({bags}, value_opts), 0, bag, cast(kept, weight.dtype()));
+  // Kept rows per bag: mean's divisor and max's test for an empty bag (sum needs neither).
+  auto kept_per_bag = [&] { return scatter_add(zeros({bags}, value_opts), 0, bag, cast(kept, weight.dtype())); };
 
   if (o.mode_ != EmbeddingBagMode::Max || length == 0) {  // without elements every bag is empty: zeros
     Tensor rows_in = where(kept_rows, picked, zeros({}, value_opts));
     Tensor out = scatter_add(zeros({bags, dim}, value_opts), 0, bag.unsqueeze(1).expand({length, dim}), rows_in);
     if (o.mode_ != EmbeddingBagMode::Mean) return out;
-    return div(out, clamp(counts, 1.0, std::nullopt).unsqueeze(1));
+    return div(out, clamp(kept_per_bag(), 1.0, std::nullopt).unsqueeze(1));
   }
   // Max: element j goes to row bag[j] * longest + (j - starts[bag[j]]) of a -inf padded block.
   const Tensor bag_ends = cat({starts.narrow(0, 1, bags - 1), full({1}, static_cast<double>(length), index_opts)}, 0);
@@ -132,7 +133,7 @@ Tensor embedding_bag(const Tensor& indices, const Tensor& weight, const Embeddin
   Tensor filled = gt(scatter_add(zeros({bags * longest}, index_opts), 0, slot, cast(kept, DType::I64)), 0.0);
   Tensor block = where(filled.unsqueeze(1), placed, neg_inf).reshape({bags, longest, dim});
   Tensor best = max(block, 1).values;
-  return where(gt(counts, 0.0).unsqueeze(1), best, zeros({}, value_opts));
+  return where(gt(kept_per_bag(), 0.0).unsqueeze(1), best, zeros({}, value_opts));
 }
 
 }  // namespace minidl

@@ -52,6 +52,13 @@ std::vector<int64_t> nearest_rows(bool exact, int64_t in, int64_t out, std::opti
   return rows;
 }
 
+// The source-to-output scale of the interpolating modes (PyTorch's area_pixel_compute_scale).
+template <class Acc>
+Acc interpolation_scale(int64_t in, int64_t out, bool align_corners, std::optional<double> factor) {
+  if (!align_corners) return source_scale<Acc>(factor, in, out);
+  return out > 1 ? static_cast<Acc>(in - 1) / static_cast<Acc>(out - 1) : Acc(0);
+}
+
 struct LinearTaps {
   std::vector<int64_t> i0, i1;
   std::vector<double> w0, w1;
@@ -62,8 +69,7 @@ struct LinearTaps {
 template <class Acc>
 LinearTaps linear_taps(int64_t in, int64_t out, bool align_corners, std::optional<double> factor) {
   LinearTaps t;
-  const Acc scale = align_corners ? (out > 1 ? static_cast<Acc>(in - 1) / static_cast<Acc>(out - 1) : Acc(0))
-                                  : source_scale<Acc>(factor, in, out);
+  const Acc scale = interpolation_scale<Acc>(in, out, align_corners, factor);
   for (int64_t i = 0; i < out; ++i) {
     const Acc real = align_corners ? scale * static_cast<Acc>(i)
                                    : std::max(scale * (static_cast<Acc>(i) + Acc(0.5)) - Acc(0.5), Acc(0));
@@ -90,8 +96,7 @@ CubicTaps cubic_taps(int64_t in, int64_t out, bool align_corners, std::optional<
   const Acc A = Acc(-0.75);
   auto near = [A](Acc x) { return ((A + 2) * x - (A + 3)) * x * x + 1; };      // |x| <= 1
   auto far = [A](Acc x) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; };  // 1 < |x| < 2
-  const Acc scale = align_corners ? (out > 1 ? static_cast<Acc>(in - 1) / static_cast<Acc>(out - 1) : Acc(0))
-                                  : source_scale<Acc>(factor, in, out);
+  const Acc scale = interpolation_scale<Acc>(in, out, align_corners, factor);
   CubicTaps c;
   for (int64_t i = 0; i < out; ++i) {
     const Acc real = align_corners ? scale * static_cast<Acc>(i) : scale * (static_cast<Acc>(i) + Acc(0.5)) - Acc(0.5);

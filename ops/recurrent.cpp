@@ -220,6 +220,7 @@ RecurrentResult recurrent(RecurrentMode mode, const Tensor& input_arg, const Ten
   // keep their state and output zeros there. The reverse direction meets each element's steps past
   // its length first, so it starts from h0 at the element's own last step.
   std::vector<Tensor> running;
+  const Tensor zero = zeros({}, TensorOptions(input.dtype()).device(input.device()));  // outputs past a length
   if (!o.lengths.empty()) {
     MINIDL_CHECK(static_cast<int64_t>(o.lengths.size()) == N, op, "expected ", N, " lengths (one per batch element), got ",
                  o.lengths.size());
@@ -253,7 +254,7 @@ RecurrentResult recurrent(RecurrentMode mode, const Tensor& input_arg, const Ten
         const Tensor& on = running[static_cast<size_t>(t)];
         h = where(on, h_next, h);
         if (lstm) c = where(on, c_next, c);
-        hs[static_cast<size_t>(t)] = where(on, h_next, zeros({}, TensorOptions(h_next.dtype()).device(h_next.device())));
+        hs[static_cast<size_t>(t)] = where(on, h_next, zero);
       }
       directions.push_back(stack(hs, 0));
       h_n.push_back(h);
