@@ -550,6 +550,70 @@ TEST_CASE("conv2d's joint backward equals its two separate gradient passes bit f
         }
 }
 
+// f16/bf16 images widened for oneDNN's f32 primitives go in runs of a few images (dnnl_conv::run_kib)
+// so each widened copy is still in cache when oneDNN reads it. Runs change nothing but where a slot
+// is cut: the forward and input gradient see the same products per image (up to the primitive's
+// summation order for another batch size), the weight gradient sums the runs' parts in f32, so the
+// results agree with the whole slot at once within one rounding of the dtype. Batches of 7 and runs
+// of 2 leave a shorter last run in every slot; channels-last (16 -> 16 channels) and NCHW (channel
+// blocks, 20 -> 12 channels) images, with and without a bias.
+TEST_CASE("f16/bf16 convolutions in runs of images agree with the whole slot at once", "[conv][dnnl]") {
+  namespace dc = kernels::cpu::dnnl_conv;
+  if (!dc::compiled()) {
+    WARN("built without oneDNN: only the im2col path exists");
+    return;
+  }
+  const RestoreConvSettings restore;
+  dc::set_enabled(true);
+  dc::set_native_bf16(false);  // bf16 widened too, on every CPU
+  const int64_t kib_before = dc::run_kib();
+  struct Case {
+    const char* name;
+    Shape x, w;
+    int64_t stride;
+    bool channels_last, bias;
+  };
+  const Case cases[] = {{"channels-last 16 -> 16", {7, 16, 9, 9}, {16, 16, 3, 3}, 1, true, true},
+                        {"NCHW 20 -> 12, stride 2", {7, 20, 9, 10}, {12, 20, 3, 3}, 2, false, false}};
+  for (int threads : {2, 1})
+    for (const Case& c : cases)
+      for (DType dt : {DType::BF16, DType::F16}) {
+        INFO("threads " << threads << " " << c.name << " " << dtype_name(dt));
+        omp_set_num_threads(threads);
+        auto run = [&](int64_t kib) {
+          dc::set_run_kib(kib);
+          Tensor x = random_tensor(c.x, 80, dt);
+          if (c.channels_last) x = x.contiguous(MemoryFormat::ChannelsLast);
+          x.requires_grad_();
+          Tensor w = random_tensor(c.w, 81, dt).requires_grad_();
+          Tensor b = c.bias ? random_tensor({c.w[0]}, 82, dt).requires_grad_() : Tensor();
+          Tensor y = conv2d(x, w, b, {c.stride, c.stride}, {1, 1});
+          CHECK((y.suggest_memory_format() == MemoryFormat::ChannelsLast) == c.channels_last);
+          y.backward(random_tensor(y.shape(), 83, dt));
+          std::vector<Tensor> out = {y.detach(), x.grad(), w.grad()};
+          if (c.bias) out.push_back(b.grad());
+          return out;
+        };
+        const int64_t runs_before = dc::runs();
+        const auto whole = run(0);
+        const int64_t whole_runs = dc::runs() - runs_before;
+        // Runs of 2 images: the input is the larger image operand in both cases.
+        const int64_t per_image_kib = 4 * c.x[1] * c.x[2] * c.x[3] / 1024 + 1;
+        const auto in_runs = run(2 * per_image_kib);
+        const int64_t cut_runs = dc::runs() - runs_before - whole_runs;
+        CHECK(whole_runs == 2 * threads);  // the forward and the joint backward, one run per slot
+        // Per pass: slots of 3 and 4 images (2 threads) take 2 runs each, a slot of 7 (1 thread) 4.
+        CHECK(cut_runs == 8);
+        const char* what[] = {"y", "x grad", "w grad", "b grad"};
+        for (size_t i = 0; i < whole.size(); ++i) {
+          INFO(what[i]);
+          CHECK(in_runs[i].dtype() == dt);
+          CHECK(max_diff(in_runs[i], whole[i]) <= 2 * traits(dt).eps * max_abs_diff(whole[i], zeros_like(whole[i])));
+        }
+      }
+  dc::set_run_kib(kib_before);
+}
+
 // oneDNN's weight gradient over one input channel measured 0.46-0.51x of the im2col path
 // (bench/README.md, performance log 11): that pass stays on im2col, the forward on oneDNN.
 TEST_CASE("a single input channel's weight gradient runs on the im2col path, its forward on oneDNN", "[conv][dnnl]") {

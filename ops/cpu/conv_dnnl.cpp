@@ -56,8 +56,22 @@ std::atomic<int> g_enabled{-1};  // -1: not read from the environment yet
 std::atomic<int> g_native_bf16{-1};
 std::atomic<int64_t> g_calls{0};
 std::atomic<int64_t> g_native_bf16_calls{0};
+std::atomic<int64_t> g_run_kib{-1};  // -1: not read from the environment yet
+std::atomic<int64_t> g_runs{0};
 }
 
+int64_t run_kib() {
+  int64_t kib = g_run_kib.load(std::memory_order_relaxed);
+  if (kib < 0) {
+    const char* v = std::getenv("MINIDL_DNNL_RUN_KB");
+    kib = v ? std::max<int64_t>(0, std::atoll(v)) : 256;
+    g_run_kib.store(kib);
+  }
+  return kib;
+}
+void set_run_kib(int64_t kib) { g_run_kib.store(std::max<int64_t>(0, kib)); }
+
+int64_t runs() { return g_runs.load(); }
 int64_t calls() { return g_calls.load(); }
 int64_t native_bf16_calls() { return g_native_bf16_calls.load(); }
 
@@ -227,7 +241,7 @@ const Cached* lookup(Pass pass, dt type, const Conv2dGeometry& g, int64_t n, boo
 // Per-thread buffers for the blocked copies and the scratchpad, one per role, kept and grown between
 // calls: a fresh oneDNN allocation per call page-faulted every time (a 128x16x32x32 reorder into new
 // memory took 11.7 ms, 0.7 GB/s; DNNL_VERBOSE, one thread).
-enum Role { kIn0, kIn1, kWeights, kOut, kScratch, kStaging, kRoles };
+enum Role { kIn0, kIn1, kWeights, kWeightGrad, kPartial, kOut, kScratch, kStaging, kRoles };
 void* buffer(Role r, size_t bytes) {
   thread_local ThreadBuffer bufs[kRoles];
   return bufs[r].reserve(bytes);
@@ -345,18 +359,55 @@ int slots_for(int64_t n) {
   return n >= nt ? nt : 0;
 }
 
-// The primitive of `pass` for each slot's sub-batch (as the slots split g.N); false when one is
-// missing (checked for every distinct sub-batch before anything runs).
-bool slot_primitives(Pass pass, dt type, const Conv2dGeometry& g, bool bias, bool channels_last, int slots,
-                     std::vector<const Cached*>& per) {
-  SingleOmpThread one;  // primitive creation plans for the thread count it sees
-  per.resize(slots);
-  for (int s = 0; s < slots; ++s)
-    per[s] = lookup(pass, type, g, g.N * (s + 1) / slots - g.N * s / slots, bias, channels_last);
-  for (const Cached* c : per)
-    if (!c) return false;
-  return true;
+// Images per oneDNN call within a slot: the whole sub-batch (0), or runs of a few images when
+// f16/bf16 images are widened for an f32 primitive (conv_dnnl.h, run_kib()). Widened whole, a slot's
+// f32 copy went out to memory and came back when oneDNN read it: 14% of a 1-thread ResNet-20 bf16
+// step on Zen 3 was the conversions (bench/README.md, performance log 37).
+int64_t run_images(dt type, const Conv2dGeometry& g, std::initializer_list<DType> images) {
+  bool widening = false;
+  for (DType d : images) widening = widening || d != DType::F32;
+  const int64_t budget = run_kib() * 1024;
+  if (type != dt::f32 || !widening || budget == 0) return 0;
+  const int64_t per_image = 4 * std::max(g.C * g.H * g.W, g.O * g.OH * g.OW);
+  return std::max<int64_t>(1, budget / per_image);
 }
+
+// Calls f(first image, images, first run) for the runs of `run` images (0: one run) that cover
+// images [n0, n0 + n).
+template <class F>
+void for_runs(int64_t n0, int64_t n, int64_t run, F&& f) {
+  const int64_t step = run > 0 ? run : n;
+  for (int64_t i = 0; i < n; i += step) f(n0 + i, std::min(step, n - i), i == 0);
+}
+
+// The primitives of one pass for every run size the slots' sub-batches take, all looked up before
+// anything runs (so a geometry oneDNN refuses leaves nothing half done).
+class Primitives {
+ public:
+  bool build(Pass pass, dt type, const Conv2dGeometry& g, bool bias, bool channels_last, int slots, int64_t run) {
+    SingleOmpThread one;  // primitive creation plans for the thread count it sees
+    run_ = run;
+    for (int s = 0; s < slots; ++s)
+      for_runs(0, g.N * (s + 1) / slots - g.N * s / slots, run, [&](int64_t, int64_t n, bool) {
+        for (const auto& [size, c] : by_size_)
+          if (size == n) return;
+        by_size_.emplace_back(n, lookup(pass, type, g, n, bias, channels_last));
+      });
+    for (const auto& entry : by_size_)
+      if (!entry.second) return false;
+    return true;
+  }
+  const Cached& of(int64_t images) const {
+    for (const auto& [size, c] : by_size_)
+      if (size == images) return *c;
+    MINIDL_FAIL("conv2d (oneDNN)", "no primitive for a run of ", images, " images");
+  }
+  int64_t run() const { return run_; }
+
+ private:
+  int64_t run_ = 0;
+  std::vector<std::pair<int64_t, const Cached*>> by_size_;
+};
 
 // Runs f(slot, first image, images, stream) for each slot on minidl's pool, with OpenMP limited to
 // the calling thread inside (oneDNN then opens no parallel region).
@@ -373,15 +424,38 @@ void on_slots(dt type, const Conv2dGeometry& g, int slots, F&& f) {
   if (type == dt::bf16) g_native_bf16_calls.fetch_add(1);
 }
 
-// Runs f(slot, first image, images, primitive, stream) for each slot; false when the primitive for
-// a slot's sub-batch is missing.
+// Calls f(first image, images, first run, primitive) for each run of images [n0, n0 + n) of a slot,
+// waiting for oneDNN's work after each (the next run reuses the buffers).
 template <class F>
-bool run_slots(Pass pass, dt type, const Conv2dGeometry& g, bool bias, bool channels_last, int slots, F&& f) {
-  std::vector<const Cached*> per;
-  if (!slot_primitives(pass, type, g, bias, channels_last, slots, per)) return false;
-  on_slots(type, g, slots, [&](int s, int64_t n0, int64_t n, dnnl::stream& stream) { f(s, n0, n, *per[s], stream); });
+void each_run(const Primitives& prims, int64_t n0, int64_t n, dnnl::stream& stream, F&& f) {
+  for_runs(n0, n, prims.run(), [&](int64_t r0, int64_t rn, bool first) {
+    f(r0, rn, first, prims.of(rn));
+    stream.wait();
+    g_runs.fetch_add(1, std::memory_order_relaxed);
+  });
+}
+
+// Runs f(slot, first image, images, primitives, stream) for each slot; false when a primitive is
+// missing.
+template <class F>
+bool run_slots(Pass pass, dt type, const Conv2dGeometry& g, bool bias, bool channels_last, int slots, int64_t run,
+               F&& f) {
+  Primitives prims;
+  if (!prims.build(pass, type, g, bias, channels_last, slots, run)) return false;
+  on_slots(type, g, slots, [&](int s, int64_t n0, int64_t n, dnnl::stream& stream) { f(s, n0, n, prims, stream); });
   return true;
 }
+
+// The weights in the layout a run's primitive wants, converted once per slot and again only when a
+// later run's primitive wants another layout.
+struct SlotWeights {
+  std::optional<Arg> arg;
+  const memory& in_layout_of(const Plain& p, Operand w, const memory::desc& wanted, dnnl::stream& s,
+                             const Conversions& cv) {
+    if (!arg || arg->used.get_desc() != wanted) arg.emplace(p.wei, w, wanted, kWeights, s, true, cv);
+    return arg->used;
+  }
+};
 
 // A tensor in f32 (f16/bf16 widened by a cast), or undefined.
 Tensor f32(const Tensor& t) { return !t.defined() || t.dtype() == DType::F32 ? t : cast(t.detach(), DType::F32); }
@@ -421,43 +495,49 @@ memory::desc want(const Cached& c, dnnl::query q) { return c.pd.query_md(q); }
 // x, w, y: f32 or f16/bf16 (on an f32 primitive converted inside the reorders; bf16 on a bf16 one
 // reordered as it is); b: f32 or undefined.
 bool forward_slots(dt type, Operand y, Operand x, Operand w, const Tensor& b, const Conv2dGeometry& g, int slots,
-                   bool cl, const Conversions& cv) {
+                   int64_t run, bool cl, const Conversions& cv) {
   const bool bias = b.defined();
-  return run_slots(Pass::Forward, type, g, bias, cl, slots, [&](int, int64_t n0, int64_t, const Cached& c, dnnl::stream& s) {
-    const Plain& p = c.plain;
-    Arg src(p.src, x.at(n0 * g.C * g.H * g.W), want(c, dnnl::query::src_md), kIn0, s, true, cv);
-    Arg wei(p.wei, w, want(c, dnnl::query::weights_md), kWeights, s, true, cv);
-    Arg dst(p.dst, y.at(n0 * g.O * g.OH * g.OW), want(c, dnnl::query::dst_md), kOut, s, false, cv);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src.used}, {DNNL_ARG_WEIGHTS, wei.used},
-                                         {DNNL_ARG_DST, dst.used}, {DNNL_ARG_SCRATCHPAD, scratchpad(c)}};
-    if (bias) args[DNNL_ARG_BIAS] = memory(p.bias, dnnl_engine(), const_cast<float*>(b.data_ptr<float>()));
-    c.prim.execute(s, args);
-    dst.write_back(s);
+  return run_slots(Pass::Forward, type, g, bias, cl, slots, run, [&](int, int64_t n0, int64_t n, const Primitives& prims, dnnl::stream& s) {
+    SlotWeights wei;
+    each_run(prims, n0, n, s, [&](int64_t r0, int64_t, bool, const Cached& c) {
+      const Plain& p = c.plain;
+      Arg src(p.src, x.at(r0 * g.C * g.H * g.W), want(c, dnnl::query::src_md), kIn0, s, true, cv);
+      Arg dst(p.dst, y.at(r0 * g.O * g.OH * g.OW), want(c, dnnl::query::dst_md), kOut, s, false, cv);
+      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src.used},
+                                           {DNNL_ARG_WEIGHTS, wei.in_layout_of(p, w, want(c, dnnl::query::weights_md), s, cv)},
+                                           {DNNL_ARG_DST, dst.used}, {DNNL_ARG_SCRATCHPAD, scratchpad(c)}};
+      if (bias) args[DNNL_ARG_BIAS] = memory(p.bias, dnnl_engine(), const_cast<float*>(b.data_ptr<float>()));
+      c.prim.execute(s, args);
+      dst.write_back(s);
+    });
   });
 }
 
 // gx: f32, or f16/bf16 when there is no bias b (conv_transpose2d's, added in f32 afterwards).
 bool input_grad_slots(dt type, Operand gx, Operand gy, Operand w, const Tensor& b, const Conv2dGeometry& g,
-                      int slots, bool cl, const Conversions& cv) {
+                      int slots, int64_t run, bool cl, const Conversions& cv) {
   const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
-  return run_slots(Pass::InputGrad, type, g, false, cl, slots, [&](int, int64_t n0, int64_t n, const Cached& c, dnnl::stream& s) {
-    const Plain& p = c.plain;
-    const Operand gx_slot = gx.at(n0 * g.C * g.H * g.W);
-    Arg diff_dst(p.dst, gy.at(n0 * g.O * g.OH * g.OW), want(c, dnnl::query::diff_dst_md), kIn0, s, true, cv);
-    Arg wei(p.wei, w, want(c, dnnl::query::weights_md), kWeights, s, true, cv);
-    Arg diff_src(p.src, gx_slot, want(c, dnnl::query::diff_src_md), kOut, s, false, cv);
-    c.prim.execute(s, {{DNNL_ARG_DIFF_DST, diff_dst.used}, {DNNL_ARG_WEIGHTS, wei.used},
-                       {DNNL_ARG_DIFF_SRC, diff_src.used}, {DNNL_ARG_SCRATCHPAD, scratchpad(c)}});
-    diff_src.write_back(s);
-    if (bp) {  // conv_transpose2d's bias, per input channel
-      s.wait();
-      float* gxp = static_cast<float*>(gx_slot.mutable_data());
-      for (int64_t i = 0; i < n * g.C; ++i) {
-        float* r = gxp + i * g.H * g.W;
-        const float v = bp[i % g.C];
-        for (int64_t k = 0; k < g.H * g.W; ++k) r[k] += v;
+  return run_slots(Pass::InputGrad, type, g, false, cl, slots, run, [&](int, int64_t n0, int64_t n, const Primitives& prims, dnnl::stream& s) {
+    SlotWeights wei;
+    each_run(prims, n0, n, s, [&](int64_t r0, int64_t rn, bool, const Cached& c) {
+      const Plain& p = c.plain;
+      const Operand gx_run = gx.at(r0 * g.C * g.H * g.W);
+      Arg diff_dst(p.dst, gy.at(r0 * g.O * g.OH * g.OW), want(c, dnnl::query::diff_dst_md), kIn0, s, true, cv);
+      Arg diff_src(p.src, gx_run, want(c, dnnl::query::diff_src_md), kOut, s, false, cv);
+      c.prim.execute(s, {{DNNL_ARG_DIFF_DST, diff_dst.used},
+                         {DNNL_ARG_WEIGHTS, wei.in_layout_of(p, w, want(c, dnnl::query::weights_md), s, cv)},
+                         {DNNL_ARG_DIFF_SRC, diff_src.used}, {DNNL_ARG_SCRATCHPAD, scratchpad(c)}});
+      diff_src.write_back(s);
+      if (bp) {  // conv_transpose2d's bias, per input channel
+        s.wait();
+        float* gxp = static_cast<float*>(gx_run.mutable_data());
+        for (int64_t i = 0; i < rn * g.C; ++i) {
+          float* r = gxp + i * g.H * g.W;
+          const float v = bp[i % g.C];
+          for (int64_t k = 0; k < g.H * g.W; ++k) r[k] += v;
+        }
       }
-    }
+    });
   });
 }
 
@@ -485,59 +565,71 @@ class WeightGradSums {
   std::vector<float> partial_;
 };
 
-// One slot's weight gradient into wdst (and bdst when the primitive has a bias). diff_dst: gy already
-// in a oneDNN layout (the input gradient's copy), used when it is the one this primitive wants.
-void weight_grad_slot(const Cached& c, Operand x, Operand gy, const memory* diff_dst, float* wdst, float* bdst,
-                      dnnl::stream& s, const Conversions& cv) {
+// One run's weight gradient written into wdst (and bdst when the primitive has a bias) when it is
+// the slot's first run, else added to them (in f32, run by run). diff_dst: gy already in a oneDNN
+// layout (the input gradient's copy), used when it is the one this primitive wants.
+void weight_grad_run(const Cached& c, Operand x, Operand gy, const memory* diff_dst, float* wdst, float* bdst,
+                     bool first, dnnl::stream& s, const Conversions& cv) {
   const Plain& p = c.plain;
+  const int64_t wn = static_cast<int64_t>(p.wei_grad.get_size() / sizeof(float)), bn = bdst ? p.bias.dims()[0] : 0;
+  float* wout = first ? wdst : static_cast<float*>(buffer(kPartial, (wn + bn) * sizeof(float)));
+  float* bout = !bdst ? nullptr : first ? bdst : wout + wn;
   Arg src(p.src, x, want(c, dnnl::query::src_md), kIn1, s, true, cv);
   const memory::desc dst_md = want(c, dnnl::query::diff_dst_md);
   std::optional<Arg> own;
   if (!diff_dst || diff_dst->get_desc() != dst_md) own.emplace(p.dst, gy, dst_md, kIn0, s, true, cv);
-  Arg diff_wei(p.wei_grad, {wdst, DType::F32}, want(c, dnnl::query::diff_weights_md), kWeights, s, false, cv);
+  Arg diff_wei(p.wei_grad, {wout, DType::F32}, want(c, dnnl::query::diff_weights_md), kWeightGrad, s, false, cv);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src.used}, {DNNL_ARG_DIFF_DST, own ? own->used : *diff_dst},
                                        {DNNL_ARG_DIFF_WEIGHTS, diff_wei.used}, {DNNL_ARG_SCRATCHPAD, scratchpad(c)}};
-  if (bdst) args[DNNL_ARG_DIFF_BIAS] = memory(p.bias, dnnl_engine(), bdst);
+  if (bout) args[DNNL_ARG_DIFF_BIAS] = memory(p.bias, dnnl_engine(), bout);
   c.prim.execute(s, args);
   diff_wei.write_back(s);
+  if (first) return;
+  s.wait();
+  for (int64_t i = 0; i < wn; ++i) wdst[i] += wout[i];
+  for (int64_t o = 0; o < bn; ++o) bdst[o] += bout[o];
 }
 
 // gw, gb: f32 (the slots' partial sums are added in f32); x, gy: f32 or f16/bf16.
 bool weight_grad_slots(dt type, const Tensor& gw, const Tensor& gb, Operand x, Operand gy, const Conv2dGeometry& g,
-                       int slots, bool cl, const Conversions& cv) {
+                       int slots, int64_t run, bool cl, const Conversions& cv) {
   WeightGradSums sums(gw, gb, slots);
-  const bool ok = run_slots(Pass::WeightGrad, type, g, gb.defined(), cl, slots, [&](int slot, int64_t n0, int64_t, const Cached& c, dnnl::stream& s) {
-    weight_grad_slot(c, x.at(n0 * g.C * g.H * g.W), gy.at(n0 * g.O * g.OH * g.OW), nullptr, sums.weights(slot),
-                     sums.bias(slot), s, cv);
+  const bool ok = run_slots(Pass::WeightGrad, type, g, gb.defined(), cl, slots, run, [&](int slot, int64_t n0, int64_t n, const Primitives& prims, dnnl::stream& s) {
+    each_run(prims, n0, n, s, [&](int64_t r0, int64_t, bool first, const Cached& c) {
+      weight_grad_run(c, x.at(r0 * g.C * g.H * g.W), gy.at(r0 * g.O * g.OH * g.OW), nullptr, sums.weights(slot),
+                      sums.bias(slot), first, s, cv);
+    });
   });
   if (ok) sums.add_partials();
   return ok;
 }
 
-// Both gradients per slot, gy reordered (or widened) once for the two primitives. gx: f32 or
+// Both gradients per run, gy reordered (or widened) once for the two primitives. gx: f32 or
 // f16/bf16; gw, gb: f32.
 bool backward_slots(dt type, Operand gx, const Tensor& gw, const Tensor& gb, Operand x, Operand gy, Operand w,
-                    const Conv2dGeometry& g, int slots, bool cl, const Conversions& cv) {
-  std::vector<const Cached*> data_pass, weight_pass;
-  if (!slot_primitives(Pass::InputGrad, type, g, false, cl, slots, data_pass) ||
-      !slot_primitives(Pass::WeightGrad, type, g, gb.defined(), cl, slots, weight_pass))
+                    const Conv2dGeometry& g, int slots, int64_t run, bool cl, const Conversions& cv) {
+  Primitives data_pass, weight_pass;
+  if (!data_pass.build(Pass::InputGrad, type, g, false, cl, slots, run) ||
+      !weight_pass.build(Pass::WeightGrad, type, g, gb.defined(), cl, slots, run))
     return false;
   WeightGradSums sums(gw, gb, slots);
-  on_slots(type, g, slots, [&](int slot, int64_t n0, int64_t, dnnl::stream& s) {
-    const Cached& c = *data_pass[slot];
-    const Plain& p = c.plain;
-    const Operand gy_slot = gy.at(n0 * g.O * g.OH * g.OW);
-    Arg diff_dst(p.dst, gy_slot, want(c, dnnl::query::diff_dst_md), kIn0, s, true, cv);
-    {
-      Arg wei(p.wei, w, want(c, dnnl::query::weights_md), kWeights, s, true, cv);
-      Arg diff_src(p.src, gx.at(n0 * g.C * g.H * g.W), want(c, dnnl::query::diff_src_md), kOut, s, false, cv);
-      c.prim.execute(s, {{DNNL_ARG_DIFF_DST, diff_dst.used}, {DNNL_ARG_WEIGHTS, wei.used},
-                         {DNNL_ARG_DIFF_SRC, diff_src.used}, {DNNL_ARG_SCRATCHPAD, scratchpad(c)}});
-      diff_src.write_back(s);
-      s.wait();  // the weights' buffer is the weight gradient's next
-    }
-    weight_grad_slot(*weight_pass[slot], x.at(n0 * g.C * g.H * g.W), gy_slot, &diff_dst.used, sums.weights(slot),
-                     sums.bias(slot), s, cv);
+  on_slots(type, g, slots, [&](int slot, int64_t n0, int64_t n, dnnl::stream& s) {
+    SlotWeights wei;
+    each_run(data_pass, n0, n, s, [&](int64_t r0, int64_t rn, bool first, const Cached& c) {
+      const Plain& p = c.plain;
+      const Operand gy_run = gy.at(r0 * g.O * g.OH * g.OW);
+      Arg diff_dst(p.dst, gy_run, want(c, dnnl::query::diff_dst_md), kIn0, s, true, cv);
+      {
+        Arg diff_src(p.src, gx.at(r0 * g.C * g.H * g.W), want(c, dnnl::query::diff_src_md), kOut, s, false, cv);
+        c.prim.execute(s, {{DNNL_ARG_DIFF_DST, diff_dst.used},
+                           {DNNL_ARG_WEIGHTS, wei.in_layout_of(p, w, want(c, dnnl::query::weights_md), s, cv)},
+                           {DNNL_ARG_DIFF_SRC, diff_src.used}, {DNNL_ARG_SCRATCHPAD, scratchpad(c)}});
+        diff_src.write_back(s);
+        s.wait();  // the scratchpad is the weight gradient's next
+      }
+      weight_grad_run(weight_pass.of(rn), x.at(r0 * g.C * g.H * g.W), gy_run, &diff_dst.used, sums.weights(slot),
+                      sums.bias(slot), first, s, cv);
+    });
   });
   sums.add_partials();
   return true;
@@ -569,7 +661,8 @@ bool forward(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b,
   const int slots = slots_for(Pass::Forward, x, g);
   bool cl = false;
   return slots > 0 && same_layout({&y, &x}, cl) && on_primitives({y.dtype(), x.dtype(), w.dtype()}, [&](dt type) {
-    return forward_slots(type, operand(y), operand(x), operand(w), f32(b), g, slots, cl, cv);
+    return forward_slots(type, operand(y), operand(x), operand(w), f32(b), g, slots,
+                         run_images(type, g, {y.dtype(), x.dtype()}), cl, cv);
   });
 }
 
@@ -580,10 +673,12 @@ bool input_grad(const Tensor& gx, const Tensor& gy, const Tensor& w, const Tenso
   if (slots == 0 || !same_layout({&gx, &gy}, cl) || (cl && b.defined())) return false;
   if (!b.defined())
     return on_primitives({gx.dtype(), gy.dtype(), w.dtype()}, [&](dt type) {
-      return input_grad_slots(type, operand(gx), operand(gy), operand(w), Tensor(), g, slots, cl, cv);
+      return input_grad_slots(type, operand(gx), operand(gy), operand(w), Tensor(), g, slots,
+                              run_images(type, g, {gx.dtype(), gy.dtype()}), cl, cv);
     });
   return widened(gx, Tensor(), [&](const Tensor& gx32, const Tensor&) {
-    return input_grad_slots(dt::f32, operand(gx32), operand(gy), operand(w), f32(b), g, slots, cl, cv);
+    return input_grad_slots(dt::f32, operand(gx32), operand(gy), operand(w), f32(b), g, slots,
+                            run_images(dt::f32, g, {gy.dtype()}), cl, cv);
   });
 }
 
@@ -593,7 +688,8 @@ bool weight_grad(const Tensor& gw, const Tensor& gb, const Tensor& x, const Tens
   bool cl = false;
   return slots > 0 && same_layout({&x, &gy}, cl) && widened(gw, gb, [&](const Tensor& gw32, const Tensor& gb32) {
     return on_primitives({x.dtype(), gy.dtype()}, [&](dt type) {
-      return weight_grad_slots(type, gw32, gb32, operand(x), operand(gy), g, slots, cl, cv);
+      return weight_grad_slots(type, gw32, gb32, operand(x), operand(gy), g, slots,
+                               run_images(type, g, {x.dtype(), gy.dtype()}), cl, cv);
     });
   });
 }
@@ -605,7 +701,8 @@ bool backward(const Tensor& gx, const Tensor& gw, const Tensor& gb, const Tensor
   bool cl = false;
   return slots > 0 && same_layout({&gx, &x, &gy}, cl) && widened(gw, gb, [&](const Tensor& gw32, const Tensor& gb32) {
     return on_primitives({gx.dtype(), x.dtype(), gy.dtype(), w.dtype()}, [&](dt type) {
-      return backward_slots(type, operand(gx), gw32, gb32, operand(x), operand(gy), operand(w), g, slots, cl, cv);
+      return backward_slots(type, operand(gx), gw32, gb32, operand(x), operand(gy), operand(w), g, slots,
+                            run_images(type, g, {gx.dtype(), x.dtype(), gy.dtype()}), cl, cv);
     });
   });
 }

@@ -33,6 +33,16 @@ bool native_bf16();
 void set_native_bf16(bool on);
 int64_t native_bf16_calls();
 
+// Images per oneDNN call when f16/bf16 images are widened for oneDNN's f32 primitives: a slot's
+// sub-batch runs in runs of about run_kib() KiB of f32 per image operand, so each widened copy is
+// still in cache when oneDNN reads it (bench/README.md, performance log 37). 0: the whole sub-batch
+// at once. Default 256, or MINIDL_DNNL_RUN_KB from the environment; set_run_kib for benches and tests.
+int64_t run_kib();
+void set_run_kib(int64_t kib);
+// Runs handed to oneDNN so far (one per slot and pass when runs are off), so tests can tell that
+// a call was cut into runs.
+int64_t runs();
+
 // The f16/bf16 <-> f32 conversions and channel-block copies of the calling kernel set
 // (ops/cpu/convert.h; this file is built once, the kernel sets once per instruction set, so they
 // hand it theirs). Images (f32 too) are copied straight into the blocked layout oneDNN asks for,
