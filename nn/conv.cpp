@@ -170,8 +170,11 @@ ModulePtr BatchNorm::clone_structure() const {
 void BatchNorm::set_momentum(std::optional<double> momentum) { momentum_ = momentum; }
 
 Tensor BatchNorm::forward(const Tensor& x) { return normalize(x, false); }
-Tensor BatchNorm::forward_relu(const Tensor& x) { return normalize(x, true); }
-Tensor BatchNorm::forward_add_relu(const Tensor& x, const Tensor& residual) { return normalize(x, true, residual); }
+// A BatchNorm with hooks is called on its own, so they see its output (and its gradient) unfused.
+Tensor BatchNorm::forward_relu(const Tensor& x) { return has_hooks() ? relu(call(*this, x)) : normalize(x, true); }
+Tensor BatchNorm::forward_add_relu(const Tensor& x, const Tensor& residual) {
+  return has_hooks() ? relu(call(*this, x) + residual) : normalize(x, true, residual);
+}
 
 Tensor BatchNorm::normalize(const Tensor& x, bool relu, const Tensor& residual) {
   auto scope = forward_scope();

@@ -186,7 +186,8 @@ class BatchNorm : public Layer {
             bool affine = true, bool track_running_stats = true);
   Tensor forward(const Tensor& x) override;
   // relu(forward(x)) in one op (batch_norm_relu: the same values, one pass fewer each way).
-  // Sequential calls it for a BatchNorm followed by a ReLU.
+  // Sequential calls it for a BatchNorm followed by a ReLU. Both run unfused, through nn::call,
+  // when the BatchNorm has hooks (nn/module_hooks.h).
   Tensor forward_relu(const Tensor& x);
   // relu(forward(x) + residual) in one op (batch_norm_add_relu): a ResNet block's tail.
   Tensor forward_add_relu(const Tensor& x, const Tensor& residual);

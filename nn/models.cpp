@@ -21,8 +21,8 @@ Tensor MLP::forward(const Tensor& x) {
   auto scope = forward_scope();
   Tensor h = x.dim() == 2 ? x : x.flatten(1);          // [N, 784]
   for (size_t i = 0; i + 1 < layers_.size(); ++i)
-    h = relu(layers_[i]->forward(h));                    // [N, hidden_i]
-  return layers_.back()->forward(h);                     // [N, classes]
+    h = relu(call(layers_[i], h));                       // [N, hidden_i]
+  return call(layers_.back(), h);                        // [N, classes]
 }
 
 ModulePtr MLP::clone_structure() const {
@@ -49,11 +49,11 @@ LeNet5::LeNet5() {
 
 Tensor LeNet5::forward(const Tensor& x) {
   auto scope = forward_scope();
-  Tensor h = max_pool2d(relu(conv1_->forward(x)), {2, 2});  // [N, 6, 14, 14]
-  h = max_pool2d(relu(conv2_->forward(h)), {2, 2});         // [N, 16, 5, 5]
-  h = relu(fc1_->forward(h.flatten(1)));                    // [N, 120]
-  h = relu(fc2_->forward(h));                               // [N, 84]
-  return fc3_->forward(h);                                  // [N, 10]
+  Tensor h = max_pool2d(relu(call(conv1_, x)), {2, 2});     // [N, 6, 14, 14]
+  h = max_pool2d(relu(call(conv2_, h)), {2, 2});            // [N, 16, 5, 5]
+  h = relu(call(fc1_, h.flatten(1)));                       // [N, 120]
+  h = relu(call(fc2_, h));                                  // [N, 84]
+  return call(fc3_, h);                                     // [N, 10]
 }
 
 namespace {
@@ -88,7 +88,7 @@ SmallCNN::SmallCNN(int64_t classes) {
 
 Tensor SmallCNN::forward(const Tensor& x) {
   auto scope = forward_scope();
-  return head_->forward(features_->forward(for_convolutions(x)).flatten(1));
+  return call(head_, call(features_, for_convolutions(x)).flatten(1));
 }
 
 BasicBlock::BasicBlock(int64_t in, int64_t out, int64_t stride) {
@@ -104,9 +104,9 @@ BasicBlock::BasicBlock(int64_t in, int64_t out, int64_t stride) {
 
 Tensor BasicBlock::forward(const Tensor& x) {
   auto scope = forward_scope();
-  Tensor h = bn1_->forward_relu(conv1_->forward(x));
-  Tensor shortcut = proj_ ? proj_bn_->forward(proj_->forward(x)) : x;
-  return bn2_->forward_add_relu(conv2_->forward(h), shortcut);  // relu(bn2(conv2(h)) + shortcut), one pass
+  Tensor h = bn1_->forward_relu(call(conv1_, x));
+  Tensor shortcut = proj_ ? call(proj_bn_, call(proj_, x)) : x;
+  return bn2_->forward_add_relu(call(conv2_, h), shortcut);  // relu(bn2(conv2(h)) + shortcut), one pass
 }
 
 ModulePtr BasicBlock::clone_structure() const {
@@ -136,10 +136,10 @@ ResNet20::ResNet20(int64_t classes) {
 
 Tensor ResNet20::forward(const Tensor& x) {
   auto scope = forward_scope();
-  Tensor h = stem_bn_->forward_relu(stem_->forward(for_convolutions(x)));  // [N, 16, 32, 32]
-  h = stages_->forward(h);                                // [N, 64, 8, 8]
+  Tensor h = stem_bn_->forward_relu(call(stem_, for_convolutions(x)));  // [N, 16, 32, 32]
+  h = call(stages_, h);                                   // [N, 64, 8, 8]
   h = adaptive_avg_pool2d(h, {1, 1}).flatten(1);          // [N, 64]
-  return head_->forward(h);
+  return call(head_, h);
 }
 
 std::vector<std::string> model_names() { return {"mlp", "lenet", "cnn", "resnet20", "vit"}; }

@@ -551,6 +551,7 @@ void Module::bind_replica_tree(const Module& original, const ReplicaTensorFn& pa
   }
   training_ = original.training_;
   amp_state_ = original.amp_state_;  // shared, read-only: the module's own set_autocast holds in its replicas
+  hooks_ = original.hooks_ ? std::make_shared<ModuleHooks>(*original.hooks_) : nullptr;  // a copy, as PyTorch's deepcopy
 }
 
 // ---------------------------------------------------------------- printing

@@ -39,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "nn/module_hooks.h"
 #include "ops/tensor.h"
 #include "serialize/tensor_dict.h"
 
@@ -189,6 +190,16 @@ class Module : public std::enable_shared_from_this<Module> {
   // training mode and autocast settings as here; `device`, when given, is where the copy's tensors go.
   ModulePtr deep_copy(std::optional<Device> device = std::nullopt) const;
 
+  // ---- hooks (nn/module_hooks.h): run when the module is called with one tensor, not when
+  // forward() is called directly, as PyTorch's run in __call__.
+  HookHandle register_forward_pre_hook(ForwardPreHook hook);
+  HookHandle register_forward_hook(ForwardHook hook);
+  HookHandle register_full_backward_pre_hook(BackwardPreHook hook);
+  HookHandle register_full_backward_hook(BackwardHook hook);
+  bool has_hooks() const { return hooks_ && !hooks_->empty(); }
+  // The hooks registered now (empty when none), as a call takes them when it starts.
+  ModuleHooks hooks() const { return hooks_ ? *hooks_ : ModuleHooks(); }
+
   // ---- AMP
   // Open at the top of a forward(): see ForwardScopeFactory. Cheap when no factory is installed.
   [[nodiscard]] ForwardScope forward_scope() const;
@@ -236,14 +247,33 @@ class Module : public std::enable_shared_from_this<Module> {
   std::vector<std::string> zero_when_missing_;
   std::vector<std::pair<std::string, ModulePtr>> children_;
   std::shared_ptr<void> amp_state_;
+  std::shared_ptr<ModuleHooks> hooks_;  // created by the first register_*_hook
 };
 
+namespace detail {
+// A call with one tensor that returns one: the calls module hooks run on.
+template <class M, class... Args>
+constexpr bool one_tensor_call() {
+  if constexpr (sizeof...(Args) != 1) return false;
+  else if constexpr (!(std::is_same_v<std::remove_cvref_t<Args>, Tensor> && ...)) return false;
+  else return std::is_same_v<decltype(std::declval<M&>().forward(std::declval<const Tensor&>())), Tensor>;
+}
+}  // namespace detail
+
 // Calls module.forward(args...) inside the module's forward scope (its AMP scope name and its own
-// set_autocast setting): the C++ form of PyTorch's module(x), for any forward signature.
+// set_autocast setting) with its hooks around it (nn/module_hooks.h): the C++ form of PyTorch's
+// module(x), for any forward signature.
 template <class M, class... Args>
   requires std::is_base_of_v<Module, M>
 decltype(auto) call(M& module, Args&&... args) {
   ForwardScope scope = module.forward_scope();
+  if (module.has_hooks()) {
+    if constexpr (detail::one_tensor_call<M, Args...>()) {
+      return Tensor(detail::call_with_hooks(module, args..., [&module](const Tensor& x) -> Tensor { return module.forward(x); }));
+    } else {
+      detail::hooks_need_one_tensor(module);
+    }
+  }
   return module.forward(std::forward<Args>(args)...);
 }
 template <class M, class... Args>

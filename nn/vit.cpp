@@ -31,11 +31,11 @@ ViT::ViT(const ViTOptions& o) : options(o) {
 Tensor ViT::forward(const Tensor& x) {
   auto scope = forward_scope();
   const int64_t N = x.size(0);
-  Tensor t = patch_embed->forward(x).flatten(2).transpose(1, 2);         // [N, 16, dim]
+  Tensor t = call(patch_embed, x).flatten(2).transpose(1, 2);            // [N, 16, dim]
   Tensor cls = cls_token.expand({N, 1, options.dim});                     // [N, 1, dim]
   Tensor h = add(cat({cast(cls, t.dtype()), t}, 1), pos_embed);            // [N, 17, dim]
-  h = norm->forward(encoder->forward(h));                                 // [N, 17, dim]
-  return head->forward(h.select(1, 0));                                   // [N, classes]
+  h = call(norm, call(encoder, h));                                       // [N, 17, dim]
+  return call(head, h.select(1, 0));                                      // [N, classes]
 }
 
 std::string ViT::describe() const {
