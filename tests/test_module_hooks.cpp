@@ -2,10 +2,12 @@
 // input and output, in registration order, when the module is called (not when forward() is
 // called directly); full backward (pre-)hooks see grad_output and grad_input, checked against the
 // closed form of a Linear layer's gradients, and may replace them; hooks fire inside the zoo models
-// (fused batch norm + ReLU included) and under autocast; handles remove them; deep copies carry
-// copies; errors name the module.
+// (fused batch norm + ReLU included), under autocast and in DataParallel's replicas; handles remove
+// them; deep copies carry copies; errors name the module.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -220,6 +222,27 @@ TEST_CASE("deep copies carry copies of the hooks", "[hooks]") {
   nn::call(copy, rand32({1, 3}, 11));
   nn::call(fc, rand32({1, 3}, 11));
   CHECK(calls == 1);  // the copy's, not the original's
+}
+
+TEST_CASE("DataParallel replicas run the hooks on their own chunk, with their own module", "[hooks][data_parallel]") {
+  auto fc = linear_3_to_2();
+  std::mutex mu;
+  std::vector<int64_t> rows;
+  std::vector<const nn::Module*> modules;
+  fc->register_forward_hook([&](nn::Module& m, const Tensor& in, const Tensor&) {
+    std::lock_guard<std::mutex> lock(mu);
+    rows.push_back(in.size(0));
+    modules.push_back(&m);
+    return Tensor();
+  });
+  dist::DataParallel dp(fc, 2, dist::DataParallelOptions().replicate());
+  const Tensor x = rand32({6, 3}, 12);
+  const Tensor y = dp.forward(x);
+  CHECK(testing::max_abs_diff(y, fc->forward(x)) < 1e-6);
+  std::sort(rows.begin(), rows.end());
+  CHECK(rows == std::vector<int64_t>{3, 3});  // each replica saw its half of the batch
+  REQUIRE(modules.size() == 2);
+  CHECK(modules[0] != modules[1]);             // the original and a replica
 }
 
 namespace {
