@@ -150,6 +150,13 @@ const std::vector<ConvCase>& conv_cases() {
   };
   return cases;
 }
+// Whether this build has oneDNN; without it a oneDNN test says so and has nothing to check.
+bool have_dnnl() {
+  if (kernels::cpu::dnnl_conv::compiled()) return true;
+  WARN("built without oneDNN: only the im2col path exists");
+  return false;
+}
+
 // Puts back oneDNN's switches (on) and the OpenMP thread count when a test that changes them ends.
 struct RestoreConvSettings {
   int threads = omp_get_max_threads();
@@ -392,10 +399,7 @@ TEST_CASE("conv2d under CPU autocast runs in bf16, parameters get f32 gradients"
 // above hold to the f64 loops), on 2 threads (one oneDNN call per image run) and on 1 (whole batch).
 TEST_CASE("conv2d on oneDNN matches the im2col path in all three passes", "[conv][dnnl]") {
   namespace dc = kernels::cpu::dnnl_conv;
-  if (!dc::compiled()) {
-    WARN("built without oneDNN: only the im2col path exists");
-    return;
-  }
+  if (!have_dnnl()) return;
   const RestoreConvSettings restore;
   // y, x.grad, w.grad, b.grad of one f32 conv (or transposed conv) and a fixed output gradient.
   auto passes = [](bool dnnl, const std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>& f, const Shape& xs,
@@ -559,10 +563,7 @@ TEST_CASE("conv2d's joint backward equals its two separate gradient passes bit f
 // blocks, 20 -> 12 channels) images, with and without a bias.
 TEST_CASE("f16/bf16 convolutions in runs of images agree with the whole slot at once", "[conv][dnnl]") {
   namespace dc = kernels::cpu::dnnl_conv;
-  if (!dc::compiled()) {
-    WARN("built without oneDNN: only the im2col path exists");
-    return;
-  }
+  if (!have_dnnl()) return;
   const RestoreConvSettings restore;
   dc::set_enabled(true);
   dc::set_native_bf16(false);  // bf16 widened too, on every CPU
@@ -618,10 +619,7 @@ TEST_CASE("f16/bf16 convolutions in runs of images agree with the whole slot at 
 // (bench/README.md, performance log 11): that pass stays on im2col, the forward on oneDNN.
 TEST_CASE("a single input channel's weight gradient runs on the im2col path, its forward on oneDNN", "[conv][dnnl]") {
   namespace dc = kernels::cpu::dnnl_conv;
-  if (!dc::compiled()) {
-    WARN("built without oneDNN: only the im2col path exists");
-    return;
-  }
+  if (!have_dnnl()) return;
   const RestoreConvSettings restore;
   dc::set_enabled(true);
   const Tensor x64 = random_tensor({4, 1, 12, 12}, 80), w64 = random_tensor({6, 1, 5, 5}, 81);
