@@ -1,5 +1,5 @@
 // The optim layer in one include: Optimizer with param groups and state dicts, SGD, Adam, AdamW,
-// RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam, the learning-rate schedules and ReduceLROnPlateau.
+// RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam, the learning-rate schedules (chained and sequential too) and ReduceLROnPlateau.
 #pragma once
 #include "optim/adam.h"
 #include "optim/optimizer.h"
@@ -8,6 +8,7 @@
 #include "optim/adam_variants.h"
 #include "optim/lbfgs.h"
 #include "optim/adaptive.h"
+#include "optim/chained_scheduler.h"
 #include "optim/cyclic_lr.h"
 #include "optim/factor_schedulers.h"
 #include "optim/scheduler.h"

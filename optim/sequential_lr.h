@@ -12,20 +12,17 @@
 #include <memory>
 #include <vector>
 
-#include "optim/scheduler.h"
+#include "optim/composite_scheduler.h"
 
 namespace minidl::optim {
 
-class SequentialLR : public LRScheduler {
+class SequentialLR : public CompositeScheduler {
  public:
   SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers, std::vector<int64_t> milestones);
   std::vector<double> lr_at(int64_t epoch) const override;
   std::string name() const override { return "SequentialLR"; }
-  Json state_dict() const override;
-  void load_state_dict(const Json& state) override;
 
  private:
-  std::vector<std::shared_ptr<LRScheduler>> schedulers_;
   std::vector<int64_t> milestones_;
 };
 
