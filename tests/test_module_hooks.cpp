@@ -21,6 +21,12 @@ using Catch::Contains;
 namespace {
 Tensor rand32(const Shape& shape, uint64_t seed) { return cast(testing::random_tensor(shape, seed), DType::F32); }
 
+nn::ModulePtr submodule(nn::Module& root, const std::string& path) {
+  for (auto& [name, m] : root.named_modules())
+    if (name == path) return m;
+  return nullptr;
+}
+
 std::shared_ptr<nn::Linear> linear_3_to_2() {
   auto fc = std::make_shared<nn::Linear>(3, 2);
   NoGradGuard ng;
@@ -151,9 +157,7 @@ TEST_CASE("the backward hooks' identity nodes pass gradients unchanged (f64 grad
 TEST_CASE("hooks fire on the zoo models' layers, fused batch norm + ReLU included, and under autocast", "[hooks]") {
   SECTION("LeNet-5's first convolution") {
     auto net = nn::models::make_model("lenet");
-    nn::ModulePtr conv1;
-    for (auto& [name, m] : net->named_modules())
-      if (name == "conv1") conv1 = m;
+    nn::ModulePtr conv1 = submodule(*net, "conv1");
     REQUIRE(conv1);
     Shape seen;
     conv1->register_forward_hook([&](nn::Module&, const Tensor&, const Tensor& out) {
@@ -171,9 +175,7 @@ TEST_CASE("hooks fire on the zoo models' layers, fused batch norm + ReLU include
     auto plain = make(), hooked = make();
     const Tensor x = rand32({2, 3, 32, 32}, 8);
     const Tensor expected = nn::call(plain, x);
-    nn::ModulePtr bn;
-    for (auto& [name, m] : hooked->named_modules())
-      if (name == "stem_bn") bn = m;
+    nn::ModulePtr bn = submodule(*hooked, "stem_bn");
     REQUIRE(bn);
     Tensor bn_out;
     bn->register_forward_hook([&](nn::Module&, const Tensor&, const Tensor& out) {
