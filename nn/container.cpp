@@ -44,9 +44,10 @@ BatchNorm* fusable_batch_norm(const AnyModule& m, const AnyModule& next) {
   const Module* relu = next.ptr().get();
   const std::type_info& t = typeid(*bn);
   const bool plain_bn = t == typeid(BatchNorm2d) || t == typeid(BatchNorm1d) || t == typeid(BatchNorm);
-  const bool hooked = bn->has_hooks() || relu->has_hooks();  // each call must run its own hooks
-  return plain_bn && typeid(*relu) == typeid(ReLU) && !relu->amp_state() && !hooked ? static_cast<BatchNorm*>(bn)
-                                                                                    : nullptr;
+  // A hooked ReLU must be called; a hooked BatchNorm's forward_relu runs unfused itself.
+  return plain_bn && typeid(*relu) == typeid(ReLU) && !relu->amp_state() && !relu->has_hooks()
+             ? static_cast<BatchNorm*>(bn)
+             : nullptr;
 }
 }  // namespace
 

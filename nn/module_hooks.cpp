@@ -31,19 +31,18 @@ void HookHandle::remove() {
 }
 
 namespace {
+std::string module_name(const Module& m) { return m.path().empty() ? m.type_name() : m.path() + " (" + m.type_name() + ")"; }
+
 // Adds hook to one of the module's lists (created on first use) and returns its handle.
 template <class List, class Hook>
 HookHandle add_hook(std::shared_ptr<ModuleHooks>& hooks, List ModuleHooks::*list, Hook hook, const Module& module,
                     const char* what) {
-  MINIDL_CHECK(static_cast<bool>(hook), what, "the hook of ", module.path().empty() ? module.type_name() : module.path(),
-               " is empty");
+  MINIDL_CHECK(static_cast<bool>(hook), what, "the hook of ", module_name(module), " is empty");
   if (!hooks) hooks = std::make_shared<ModuleHooks>();
   const uint64_t id = ModuleHooks::next_id();
   ((*hooks).*list).emplace_back(id, std::move(hook));
   return HookHandle(hooks, id);
 }
-
-std::string module_name(const Module& m) { return m.path().empty() ? m.type_name() : m.path() + " (" + m.type_name() + ")"; }
 
 // What a backward hook of one call shares between its two identity nodes.
 struct BackwardCall {

@@ -541,6 +541,11 @@ bool input_grad_slots(dt type, Operand gx, Operand gy, Operand w, const Tensor& 
   });
 }
 
+// dst[i] += src[i]: a slot's or a run's part of a weight gradient added to the sum, in f32.
+void add_into(float* dst, const float* src, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
+}
+
 // The weight gradient summed over slots in f32: slot 0 writes straight into gw/gb, the others into
 // partials added after, in slot order.
 class WeightGradSums {
@@ -552,9 +557,8 @@ class WeightGradSums {
   float* bias(int slot) { return bn_ == 0 ? nullptr : slot == 0 ? gb_ : weights(slot) + wn_; }
   void add_partials() {
     for (size_t p = 0; p < partial_.size(); p += wn_ + bn_) {
-      const float* src = partial_.data() + p;
-      for (int64_t i = 0; i < wn_; ++i) gw_[i] += src[i];
-      for (int64_t o = 0; o < bn_; ++o) gb_[o] += src[wn_ + o];
+      add_into(gw_, partial_.data() + p, wn_);
+      if (bn_) add_into(gb_, partial_.data() + p + wn_, bn_);
     }
   }
 
@@ -586,8 +590,8 @@ void weight_grad_run(const Cached& c, Operand x, Operand gy, const memory* diff_
   diff_wei.write_back(s);
   if (first) return;
   s.wait();
-  for (int64_t i = 0; i < wn; ++i) wdst[i] += wout[i];
-  for (int64_t o = 0; o < bn; ++o) bdst[o] += bout[o];
+  add_into(wdst, wout, wn);
+  if (bn) add_into(bdst, bout, bn);
 }
 
 // gw, gb: f32 (the slots' partial sums are added in f32); x, gy: f32 or f16/bf16.
